@@ -1,0 +1,45 @@
+# serverbench — two entry points: `make bench` (quick default benchmark + report)
+# and `make test` (every test). Everything they need is installed from here.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+SB := $(VENV)/bin/serverbench
+LOADGEN := loadgen/target/release/loadgen
+export CARGO_BUILD_JOBS ?= 2
+
+.PHONY: bench test system venv loadgen tools build verify pytest cargo-test clean
+
+bench: system venv loadgen
+	$(SB) bench
+
+test: system venv loadgen tools
+	$(VENV)/bin/pytest -q tests
+	cd loadgen && cargo test --release --locked -q
+	$(SB) build
+	$(SB) verify
+
+system:
+	@bash scripts/install-system.sh
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+loadgen:
+	cd loadgen && cargo build --release --locked -q
+
+# Toolchains the contestants need (apt/npm, from each server.toml's [install]).
+tools: venv
+	$(SB) install
+
+build: venv
+	$(SB) build
+
+verify: venv
+	$(SB) verify
+
+clean:
+	rm -rf build results/logs $(VENV) loadgen/target
