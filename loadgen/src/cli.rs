@@ -1,0 +1,337 @@
+//! Command line (fixed in docs/DESIGN.md) and its validation into a `Config`.
+
+use crate::request::{parse_url, Body, RequestSpec};
+use crate::schedule::Schedule;
+use crate::template::Dist;
+use crate::worker::Think;
+use clap::Parser;
+use std::time::Duration;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "loadgen", version, about = "HTTP/1.1 load generator: closed, open (coordinated-omission corrected) and session load")]
+pub struct Args {
+    /// Target, e.g. http://127.0.0.1:8080/delay?ms={uniform:95..105}
+    pub url: String,
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request header "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body (templates allowed)
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body from a file (sent as is)
+    #[arg(long)]
+    pub body_file: Option<String>,
+    /// Closed load: connections, each with one request (or --pipeline P) in flight
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Measured duration, e.g. 10s, 500ms, 2m [default: 10s]
+    #[arg(short = 'd', long)]
+    pub duration: Option<String>,
+    /// Stop after exactly N requests (responses or errors)
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
+    /// Open load: requests per second (constant spacing unless --poisson)
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Open load: exponential (Poisson-process) spacing
+    #[arg(long)]
+    pub poisson: bool,
+    /// Open load: cap on the connection pool
+    #[arg(long, default_value_t = 1000)]
+    pub max_connections: usize,
+    /// Sessions: virtual users
+    #[arg(long)]
+    pub users: Option<usize>,
+    /// Sessions: users arrive linearly over this time
+    #[arg(long, conflicts_with = "spawn_rate")]
+    pub ramp: Option<String>,
+    /// Sessions: users arrive at this many per second
+    #[arg(long)]
+    pub spawn_rate: Option<f64>,
+    /// Sessions: requests per session, then the user closes its connection
+    #[arg(long)]
+    pub session_requests: Option<u64>,
+    /// Sessions: think time between a user's requests: a duration (900ms) or
+    /// a distribution in milliseconds (uniform:800..1000, normal:900,100, exp:900)
+    #[arg(long)]
+    pub think: Option<String>,
+    /// Sessions: ± percent uniform jitter on a fixed think time
+    #[arg(long, default_value_t = 0.0)]
+    pub think_jitter: f64,
+    /// Sessions: a user that finished its session starts another
+    #[arg(long)]
+    pub loop_sessions: bool,
+    /// Piecewise-linear schedule "D:V,D:V" of the rate (--rate) or users (--users),
+    /// starting from the --rate/--users value; time counts from the start of load
+    #[arg(long)]
+    pub stages: Option<String>,
+    /// A new connection per request
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Closed load: requests in flight per connection
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    #[arg(long, default_value = "5s")]
+    pub connect_timeout: String,
+    /// Per-request timeout
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Run load for this long before measuring
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Seed for templates, think times and Poisson spacing
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the JSON result here ("-" = stdout)
+    #[arg(long)]
+    pub json: Option<String>,
+    /// No progress line
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Closed,
+    Open,
+    Sessions,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Closed => "closed",
+            Mode::Open => "open",
+            Mode::Sessions => "sessions",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub args: Args,
+    pub mode: Mode,
+    pub request: RequestSpec,
+    /// None: until --requests are done
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+    /// Rate (open) or users (sessions) over time.
+    pub schedule: Option<Schedule>,
+    pub stages: Option<Vec<(f64, f64)>>,
+    pub think: Think,
+    pub ramp: Option<Duration>,
+    /// Most sockets open at once.
+    pub max_sockets: u64,
+}
+
+/// "10s", "500ms", "2m", "1h", or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        if v.is_finite() && v >= 0.0 {
+            return Ok(Duration::from_secs_f64(v));
+        }
+    }
+    humantime::parse_duration(t).map_err(|_| format!("`{s}` is not a duration (e.g. 10s, 500ms, 2m)"))
+}
+
+fn flag_duration(flag: &str, s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| format!("{flag}: {e}"))
+}
+
+impl Config {
+    pub fn from_args(a: Args) -> Result<Config, String> {
+        let target = parse_url(&a.url)?;
+        let mut headers = vec![];
+        for h in &a.headers {
+            let (k, v) = h
+                .split_once(':')
+                .ok_or_else(|| format!("-H `{h}` must look like \"Name: value\""))?;
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let body = match (&a.body, &a.body_file) {
+            (Some(b), _) => Some(Body::Text(b.clone())),
+            (None, Some(f)) => Some(Body::Bytes(
+                std::fs::read(f).map_err(|e| format!("--body-file {f}: {e}"))?,
+            )),
+            (None, None) => None,
+        };
+        let request = RequestSpec { method: a.method.clone(), target, headers, body, keepalive: !a.no_keepalive };
+
+        let mode = match (a.rate, a.users) {
+            (Some(_), Some(_)) => return Err("--rate (open load) and --users (sessions) cannot be combined".into()),
+            (Some(_), None) => Mode::Open,
+            (None, Some(_)) => Mode::Sessions,
+            (None, None) => Mode::Closed,
+        };
+        if a.threads == 0 || a.threads > 256 {
+            return Err(format!("--threads {} must be in 1..256", a.threads));
+        }
+        if a.pipeline == 0 || a.pipeline > 1024 {
+            return Err(format!("--pipeline {} must be in 1..1024", a.pipeline));
+        }
+        if a.pipeline > 1 && (mode != Mode::Closed || a.no_keepalive) {
+            return Err("--pipeline needs closed load with keep-alive (no --rate, --users or --no-keepalive)".into());
+        }
+        if mode == Mode::Closed && a.connections == 0 {
+            return Err("--connections must be at least 1".into());
+        }
+        if a.requests == Some(0) {
+            return Err("--requests must be at least 1".into());
+        }
+        if a.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        if !(0.0..=100.0).contains(&a.think_jitter) {
+            return Err(format!("--think-jitter {} must be a percentage in 0..100", a.think_jitter));
+        }
+        if mode != Mode::Sessions
+            && (a.ramp.is_some() || a.spawn_rate.is_some() || a.session_requests.is_some() || a.think.is_some() || a.loop_sessions)
+        {
+            return Err("--ramp, --spawn-rate, --session-requests, --think and --loop-sessions need --users".into());
+        }
+        if a.stages.is_some() && mode == Mode::Closed {
+            return Err("--stages needs --rate or --users to say what it schedules".into());
+        }
+        if a.poisson && mode != Mode::Open {
+            return Err("--poisson needs --rate".into());
+        }
+        let stages = a.stages.as_deref().map(Schedule::parse_stages).transpose()?;
+        let warmup = a.warmup.as_deref().map(|w| flag_duration("--warmup", w)).transpose()?.unwrap_or_default();
+        let connect_timeout = flag_duration("--connect-timeout", &a.connect_timeout)?;
+        let timeout = flag_duration("--timeout", &a.timeout)?;
+        if connect_timeout.is_zero() || timeout.is_zero() {
+            return Err("--timeout and --connect-timeout must be more than 0".into());
+        }
+        let ramp = a.ramp.as_deref().map(|r| flag_duration("--ramp", r)).transpose()?;
+
+        let schedule = match mode {
+            Mode::Closed => None,
+            Mode::Open => {
+                let r = a.rate.unwrap_or(0.0);
+                if !r.is_finite() || r < 0.0 || (r == 0.0 && stages.is_none()) {
+                    return Err(format!("--rate {r} must be a number > 0 (0 only as the start of --stages)"));
+                }
+                Some(match &stages {
+                    Some(s) => Schedule::stages(r, s),
+                    None => Schedule::constant(r),
+                })
+            }
+            Mode::Sessions => {
+                let u = a.users.unwrap_or(0) as f64;
+                if u == 0.0 && stages.is_none() {
+                    return Err("--users must be at least 1 (0 only as the start of --stages)".into());
+                }
+                Some(match (&stages, ramp, a.spawn_rate) {
+                    (Some(s), _, _) => {
+                        if ramp.is_some() || a.spawn_rate.is_some() {
+                            return Err("--stages replaces --ramp/--spawn-rate; give one of them".into());
+                        }
+                        Schedule::stages(u, s)
+                    }
+                    (None, Some(r), _) => Schedule::stages(0.0, &[(r.as_secs_f64(), u)]),
+                    (None, None, Some(sr)) => {
+                        if !(sr.is_finite() && sr > 0.0) {
+                            return Err(format!("--spawn-rate {sr} must be > 0"));
+                        }
+                        Schedule::stages(0.0, &[(u / sr, u)])
+                    }
+                    (None, None, None) => Schedule::constant(u),
+                })
+            }
+        };
+
+        let duration = match (&a.duration, a.requests, &schedule, &stages) {
+            (Some(d), _, _, _) => Some(flag_duration("--duration", d)?),
+            (None, Some(_), _, _) => None,
+            (None, None, Some(s), Some(_)) => {
+                let d = s.total_duration() - warmup.as_secs_f64();
+                if d <= 0.0 {
+                    return Err("--stages are over before --warmup ends; give --duration".into());
+                }
+                Some(Duration::from_secs_f64(d))
+            }
+            _ => Some(Duration::from_secs(10)),
+        };
+        if duration.is_some_and(|d| d.is_zero()) {
+            return Err("--duration must be more than 0".into());
+        }
+
+        let think = match &a.think {
+            None => Think::Fixed(Duration::ZERO, 0.0),
+            Some(t) if t.contains(':') => {
+                if a.think_jitter > 0.0 {
+                    return Err("--think-jitter applies to a fixed --think, not a distribution".into());
+                }
+                Think::Dist(Dist::parse(t).map_err(|e| format!("--think: {e}"))?)
+            }
+            Some(t) => Think::Fixed(flag_duration("--think", t)?, a.think_jitter / 100.0),
+        };
+
+        let max_sockets = match mode {
+            Mode::Closed => a.connections as u64,
+            Mode::Open => a.max_connections as u64,
+            Mode::Sessions => schedule.as_ref().map(|s| s.max_value().ceil() as u64).unwrap_or(0),
+        };
+        Ok(Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, max_sockets })
+    }
+
+    /// The flag that sets the socket count, for error messages.
+    pub fn sockets_flag(&self) -> &'static str {
+        match self.mode {
+            Mode::Closed => "--connections",
+            Mode::Open => "--max-connections",
+            Mode::Sessions => "--users",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(argv: &[&str]) -> Result<Config, String> {
+        let mut v = vec!["loadgen"];
+        v.extend_from_slice(argv);
+        Config::from_args(Args::try_parse_from(v).map_err(|e| e.to_string())?)
+    }
+
+    #[test]
+    fn modes_and_defaults() {
+        let c = cfg(&["http://127.0.0.1:1/"]).unwrap();
+        assert_eq!((c.mode, c.duration), (Mode::Closed, Some(Duration::from_secs(10))));
+        let c = cfg(&["http://127.0.0.1:1/", "-n", "5"]).unwrap();
+        assert_eq!(c.duration, None, "-n alone has no time limit");
+        let c = cfg(&["http://127.0.0.1:1/", "--rate", "100", "--stages", "2s:200,3s:0"]).unwrap();
+        assert_eq!((c.mode, c.duration), (Mode::Open, Some(Duration::from_secs(5))));
+        let c = cfg(&["http://127.0.0.1:1/", "--users", "50", "--ramp", "2s", "--think", "900ms", "--think-jitter", "10"]).unwrap();
+        assert_eq!(c.mode, Mode::Sessions);
+        assert_eq!(c.max_sockets, 50);
+        assert_eq!(c.think, Think::Fixed(Duration::from_millis(900), 0.1));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn bad_options_are_one_line_errors() {
+        for argv in [
+            &["ftp://x/"][..],
+            &["http://127.0.0.1:1/", "--rate", "5", "--users", "5"],
+            &["http://127.0.0.1:1/", "--pipeline", "4", "--rate", "5"],
+            &["http://127.0.0.1:1/", "-d", "ten"],
+            &["http://127.0.0.1:1/", "--stages", "1s:5"],
+            &["http://127.0.0.1:1/", "--think", "1s"],
+            &["http://127.0.0.1:1/", "-H", "novalue"],
+            &["http://127.0.0.1:1/", "--rate", "0"],
+        ] {
+            let e = cfg(argv).unwrap_err();
+            assert!(!e.trim().is_empty() && !e.trim().contains('\n'), "{argv:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! loadgen: an HTTP/1.1 load generator with closed, open (coordinated-omission
+//! corrected) and session load models. See docs/DESIGN.md for the CLI and the
+//! `loadgen/1` JSON schema.
+
+pub mod cli;
+pub mod histo;
+pub mod limits;
+pub mod output;
+pub mod progress;
+pub mod record;
+pub mod request;
+pub mod response;
+pub mod run;
+pub mod schedule;
+pub mod template;
+pub mod timer;
+pub mod worker;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

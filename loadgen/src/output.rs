@@ -1,0 +1,318 @@
+//! The JSON result (schema `loadgen/1`, see docs/DESIGN.md) and the human summary.
+
+use crate::cli::{Config, Mode};
+use crate::histo::{self, Hist};
+use crate::record::ErrorClass;
+use crate::run::RunResult;
+use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
+
+pub const SCHEMA: &str = "loadgen/1";
+
+fn secs(d: Option<std::time::Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs_f64()))
+}
+
+pub fn config_json(cfg: &Config) -> Value {
+    let a = &cfg.args;
+    json!({
+        "url": a.url,
+        "mode": cfg.mode.name(),
+        "method": a.method,
+        "headers": a.headers,
+        "body_bytes": match &cfg.request.body {
+            None => 0,
+            Some(crate::request::Body::Text(t)) => t.len(),
+            Some(crate::request::Body::Bytes(b)) => b.len(),
+        },
+        "connections": if cfg.mode == Mode::Closed { json!(a.connections) } else { Value::Null },
+        "threads": a.threads,
+        "rate": a.rate,
+        "poisson": a.poisson,
+        "max_connections": if cfg.mode == Mode::Open { json!(a.max_connections) } else { Value::Null },
+        "users": a.users,
+        "ramp_s": secs(cfg.ramp),
+        "spawn_rate": a.spawn_rate,
+        "session_requests": a.session_requests,
+        "think": a.think,
+        "think_jitter": a.think_jitter,
+        "loop_sessions": a.loop_sessions,
+        "stages": cfg.stages.as_ref().map(|s| s.iter().map(|(d, v)| json!({"duration_s": d, "value": v})).collect::<Vec<_>>()),
+        "duration_s": secs(cfg.duration),
+        "requests": a.requests,
+        "pipeline": a.pipeline,
+        "keepalive": !a.no_keepalive,
+        "connect_timeout_s": cfg.connect_timeout.as_secs_f64(),
+        "timeout_s": cfg.timeout.as_secs_f64(),
+        "warmup_s": cfg.warmup.as_secs_f64(),
+        "seed": a.seed,
+    })
+}
+
+fn per_sec(n: u64, s: f64) -> f64 {
+    if s > 0.0 {
+        (n as f64 / s * 10.0).round() / 10.0
+    } else {
+        0.0
+    }
+}
+
+pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
+    let rec = &r.rec;
+    let errors: u64 = rec.errors.iter().sum();
+    let mut classes = Map::new();
+    for c in ErrorClass::ALL {
+        classes.insert(c.name().into(), json!(rec.errors[c as usize]));
+    }
+    let mut status = Map::new();
+    for (code, &n) in rec.status.iter().enumerate() {
+        if n > 0 {
+            status.insert(code.to_string(), json!(n));
+        }
+    }
+    let timeline: Vec<Value> = rec
+        .timeline
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut errs = Map::new();
+            for c in ErrorClass::ALL {
+                errs.insert(c.name().into(), json!(b.errors[c as usize]));
+            }
+            // the schedule value in the middle of this second
+            let t_mid = cfg.warmup.as_secs_f64() + i as f64 + 0.5;
+            let target = cfg.schedule.as_ref().map(|s| s.value_at(t_mid));
+            let q = |p: f64| if b.hist.is_empty() { 0 } else { b.hist.value_at_quantile(p) };
+            json!({
+                "t": i + 1,
+                "completed": b.completed,
+                "ok": b.ok,
+                "errors": errs,
+                "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
+                "max_us": if b.hist.is_empty() { 0 } else { b.hist.max() },
+                "active_connections": b.active_connections,
+                "active_users": b.active_users,
+                "target_rate": if cfg.mode == Mode::Open { json!(target) } else { Value::Null },
+                "target_users": if cfg.mode == Mode::Sessions { json!(target.map(f64::floor)) } else { Value::Null },
+            })
+        })
+        .collect();
+    json!({
+        "schema": SCHEMA,
+        "loadgen_version": crate::VERSION,
+        "config": config_json(cfg),
+        "started_at": humantime::format_rfc3339_millis(r.started_at).to_string(),
+        "duration_s": (r.duration_s * 1000.0).round() / 1000.0,
+        "summary": {
+            "requests": rec.requests(),
+            "responses": rec.responses,
+            "ok": rec.ok,
+            "errors": errors,
+            "rps": per_sec(rec.responses, r.duration_s),
+            "bytes_read": rec.bytes_read,
+            "bytes_per_s": per_sec(rec.bytes_read, r.duration_s),
+            "connections_opened": rec.connections_opened,
+            "missed_sends": rec.missed_sends,
+            "latency_us": histo::summarize(&rec.latency),
+            "service_us": rec.service.as_ref().map(histo::summarize),
+        },
+        "error_classes": classes,
+        "status_codes": status,
+        "histograms": {
+            "latency": histo::encode(&rec.latency),
+            "service": rec.service.as_ref().map(histo::encode),
+        },
+        "timeline": timeline,
+    })
+}
+
+/// 1234 -> "1.23ms"
+pub fn fmt_us(us: u64) -> String {
+    let v = us as f64;
+    if us < 1000 {
+        format!("{us}µs")
+    } else if us < 1_000_000 {
+        format!("{:.2}ms", v / 1e3)
+    } else {
+        format!("{:.2}s", v / 1e6)
+    }
+}
+
+fn fmt_bytes(b: f64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.2} {}", U[i])
+}
+
+fn latency_lines(out: &mut String, name: &str, h: &Hist) {
+    let s = histo::summarize(h);
+    let _ = writeln!(
+        out,
+        "  {name:<10} min {}  mean {}  stdev {}  max {}",
+        fmt_us(s.min),
+        fmt_us(s.mean as u64),
+        fmt_us(s.stdev as u64),
+        fmt_us(s.max)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} p50 {}  p75 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}",
+        "",
+        fmt_us(s.p50),
+        fmt_us(s.p75),
+        fmt_us(s.p90),
+        fmt_us(s.p99),
+        fmt_us(s.p99_9),
+        fmt_us(s.p99_99)
+    );
+}
+
+/// Log-spaced (doubling) bars from the smallest to the largest latency.
+pub fn ascii_histogram(h: &Hist) -> String {
+    let mut out = String::new();
+    if h.is_empty() {
+        return out;
+    }
+    let (lo, hi) = (h.min().max(1), h.max().max(1));
+    let mut edges = vec![lo.next_power_of_two() / if lo.is_power_of_two() { 1 } else { 2 }];
+    while *edges.last().unwrap_or(&1) <= hi {
+        let next = edges.last().unwrap_or(&1).saturating_mul(2);
+        edges.push(next);
+    }
+    // merge pairs until it fits in 16 rows
+    while edges.len() > 17 {
+        edges = edges.iter().step_by(2).copied().collect();
+        if *edges.last().unwrap_or(&0) <= hi {
+            let next = edges.last().unwrap_or(&1).saturating_mul(4);
+            edges.push(next);
+        }
+    }
+    let total = h.len() as f64;
+    // bucket each recorded value once (count_between would double-count
+    // histogram bins that straddle an edge)
+    let mut counts = vec![0u64; edges.len() - 1];
+    for v in h.iter_recorded() {
+        let x = h.lowest_equivalent(v.value_iterated_to());
+        let k = edges.windows(2).position(|w| x < w[1]).unwrap_or(counts.len() - 1);
+        counts[k] += v.count_at_value();
+    }
+    let top = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    for (w, &c) in edges.windows(2).zip(&counts) {
+        let bar = "#".repeat(((c as f64 / top) * 40.0).round() as usize);
+        let _ = writeln!(
+            out,
+            "  {:>9} – {:<9} {:>6.2}% |{bar}",
+            fmt_us(w[0]),
+            fmt_us(w[1]),
+            100.0 * c as f64 / total
+        );
+    }
+    out
+}
+
+pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
+    let a = &cfg.args;
+    let rec = &r.rec;
+    let mut out = String::new();
+    let shape = match cfg.mode {
+        Mode::Closed => format!(
+            "closed load, {} connection(s){}{}",
+            a.connections,
+            if a.pipeline > 1 { format!(", pipeline {}", a.pipeline) } else { String::new() },
+            if a.no_keepalive { ", new connection per request" } else { "" }
+        ),
+        Mode::Open => format!(
+            "open load, {} req/s{}{}, up to {} connections",
+            a.rate.unwrap_or(0.0),
+            if a.poisson { " (Poisson)" } else { "" },
+            if cfg.stages.is_some() { " then --stages" } else { "" },
+            a.max_connections
+        ),
+        Mode::Sessions => format!("sessions, {} user(s)", cfg.max_sockets),
+    };
+    let _ = writeln!(out, "loadgen {} — {shape}, {} thread(s) @ {}", crate::VERSION, a.threads, a.url);
+    let errors: u64 = rec.errors.iter().sum();
+    let _ = writeln!(
+        out,
+        "  Requests   {} in {:.2}s = {:.1} responses/s  (ok {}, errors {})",
+        rec.requests(),
+        r.duration_s,
+        per_sec(rec.responses, r.duration_s),
+        rec.ok,
+        errors
+    );
+    let _ = writeln!(
+        out,
+        "  Transfer   {} read = {}/s; {} connection(s) opened",
+        fmt_bytes(rec.bytes_read as f64),
+        fmt_bytes(per_sec(rec.bytes_read, r.duration_s)),
+        rec.connections_opened
+    );
+    if rec.service.is_some() {
+        latency_lines(&mut out, "Latency", &rec.latency);
+        let _ = writeln!(out, "  {:<10} (from intended send time; coordinated-omission corrected)", "");
+        if let Some(s) = &rec.service {
+            latency_lines(&mut out, "Service", s);
+            let _ = writeln!(out, "  {:<10} (from actual send time; uncorrected)", "");
+        }
+        let _ = writeln!(out, "  Missed     {} request(s) not sent on schedule (connection pool exhausted)", rec.missed_sends);
+    } else {
+        latency_lines(&mut out, "Latency", &rec.latency);
+    }
+    if errors > 0 {
+        let list: Vec<String> = ErrorClass::ALL
+            .iter()
+            .filter(|c| rec.errors[**c as usize] > 0)
+            .map(|c| format!("{} {}", c.name(), rec.errors[*c as usize]))
+            .collect();
+        let _ = writeln!(out, "  Errors     {}", list.join(", "));
+    }
+    let codes: Vec<String> = rec
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    if !codes.is_empty() {
+        let _ = writeln!(out, "  Status     {}", codes.join(", "));
+    }
+    if !rec.latency.is_empty() {
+        let _ = writeln!(out, "  Latency histogram:");
+        out.push_str(&ascii_histogram(&rec.latency));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_us(999), "999µs");
+        assert_eq!(fmt_us(1500), "1.50ms");
+        assert_eq!(fmt_us(2_500_000), "2.50s");
+        assert_eq!(fmt_bytes(2048.0), "2.00 KiB");
+    }
+
+    #[test]
+    fn histogram_bars_cover_every_value() {
+        let mut h = histo::new_hist();
+        for v in [3u64, 90, 100, 120, 5000, 5100, 70_000] {
+            histo::record(&mut h, v);
+        }
+        let s = ascii_histogram(&h);
+        let total: f64 = s
+            .lines()
+            .map(|l| l.split('%').next().unwrap().split_whitespace().last().unwrap().parse::<f64>().unwrap())
+            .sum();
+        assert!((total - 100.0).abs() < 0.1, "{s}");
+        assert!(s.lines().count() <= 17);
+    }
+}

@@ -1,0 +1,183 @@
+"""Building contestants: environment, folder-hash cache, logs, progress.
+
+A build is skipped when `build/stamps/<id>` holds the hash of the server folder
+(sources + build command) from the last successful build, so a no-op build of
+the whole catalog costs only hashing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+
+from serverbench import paths
+from serverbench.catalog import Manifest
+
+# Build outputs and dependency caches: never part of the folder hash.
+SKIP_DIRS = frozenset({
+    "target", "bin", "out", "node_modules", "__pycache__", "dist", ".venv", "zig-out",
+    ".zig-cache", "zig-cache", "_build", ".gradle", ".mypy_cache", ".pytest_cache",
+})
+BUILD_TIMEOUT_S = 30 * 60
+
+
+@dataclass
+class BuildResult:
+    id: str
+    status: Literal["built", "cached", "failed", "unavailable"]
+    seconds: float
+    log_path: Path | None
+    error: str | None
+
+
+def _affinity_count() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
+               workers: int | None = None) -> dict[str, str]:
+    """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(paths.TOOLS_BIN), env.get("PATH", os.defpath)])
+    env["HOST"] = host
+    if port is not None:
+        env["PORT"] = str(port)
+    else:
+        env.pop("PORT", None)  # an inherited PORT must not leak into a server
+    env["WORKERS"] = str(workers or m.workers or _affinity_count())
+    env["HELLO_FILE"] = str(paths.HELLO_FILE)
+    env["CARGO_TARGET_DIR"] = str(paths.CARGO_TARGET)
+    # Go's own caches live under $HOME (kept between runs); without HOME it refuses to build.
+    if not env.get("HOME") and not env.get("XDG_CACHE_HOME"):
+        env.setdefault("GOCACHE", str(paths.BUILD / "go-cache"))
+        env.setdefault("GOMODCACHE", str(paths.BUILD / "go-mod"))
+        env.setdefault("GOFLAGS", "-modcacherw")  # so `make clean` can delete the module cache
+    env.setdefault("GOTOOLCHAIN", "local")  # never let `go` fetch a toolchain of its own
+    env.setdefault("MAVEN_OPTS", "-Xmx1g")
+    env.setdefault("NPM_CONFIG_UPDATE_NOTIFIER", "false")
+    env.setdefault("NPM_CONFIG_FUND", "false")
+    env.update(m.env)
+    return env
+
+
+def folder_hash(m: Manifest) -> str:
+    """sha256 over the server folder's files (paths, modes, bytes) and its build command."""
+    h = hashlib.sha256()
+    h.update(b"build\0" + m.build.encode() + b"\0")
+    root = m.dir
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
+            try:
+                st = p.lstat()
+                if p.is_symlink():
+                    data = os.readlink(p).encode()
+                else:
+                    data = p.read_bytes()
+            except OSError:
+                continue  # vanished while walking
+            h.update(f"{rel}\0{st.st_mode & 0o111:o}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+def _stamp(m: Manifest) -> Path:
+    return paths.STAMPS / m.id
+
+
+def is_built(m: Manifest) -> bool:
+    """True when nothing needs building: no build command, or the stamp matches the folder."""
+    if not m.build.strip():
+        return True
+    try:
+        return _stamp(m).read_text().strip() == folder_hash(m)
+    except OSError:
+        return False
+
+
+def _tail(path: Path, n: int = 15) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def _build_one(m: Manifest, log_path: Path) -> tuple[bool, str | None]:
+    """Run the build command; (ok, error line)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        log.write(f"$ cd {m.dir} && {m.build}\n".encode())
+        log.flush()
+        try:
+            rc = subprocess.run(
+                ["/bin/sh", "-c", m.build], cwd=m.dir, env=server_env(m),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                timeout=BUILD_TIMEOUT_S, start_new_session=True,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            return False, (f"build of '{m.id}' timed out after {BUILD_TIMEOUT_S} s; "
+                           f"see {log_path}")
+    if rc != 0:
+        return False, f"build of '{m.id}' failed with exit code {rc}; see {log_path}"
+    return True, None
+
+
+def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
+          console: Console | None = None) -> list[BuildResult]:
+    """Build each server in turn (cached by stamp); failures are recorded and skipped past."""
+    from serverbench import doctor  # doctor needs server_env from here
+
+    console = console or Console(stderr=True)
+    results: list[BuildResult] = []
+    status_ctx = None
+    for i, m in enumerate(ms, 1):
+        t0 = time.monotonic()
+        avail = doctor.check(m)
+        if not avail.available:
+            hint = f"; fix: {avail.install_hint}" if avail.install_hint else ""
+            results.append(BuildResult(m.id, "unavailable", 0.0, None,
+                                       f"{avail.reason}{hint}"))
+            if progress:
+                console.print(f"[yellow]–[/] {m.id}: unavailable ({avail.reason})")
+            continue
+        if not force and is_built(m):
+            results.append(BuildResult(m.id, "cached", time.monotonic() - t0, None, None))
+            if progress:
+                console.print(f"[dim]·[/] {m.id}: up to date")
+            continue
+        log_path = paths.LOGS / f"build-{m.id}.log"
+        if progress:
+            status_ctx = console.status(f"building {m.id} ({i}/{len(ms)}) … log: {log_path}")
+            status_ctx.__enter__()
+        try:
+            ok, err = _build_one(m, log_path)
+        finally:
+            if status_ctx is not None:
+                status_ctx.__exit__(None, None, None)
+                status_ctx = None
+        secs = time.monotonic() - t0
+        if ok:
+            paths.STAMPS.mkdir(parents=True, exist_ok=True)
+            # hash after the build: builds may legitimately touch the folder (lock files)
+            _stamp(m).write_text(folder_hash(m) + "\n")
+            results.append(BuildResult(m.id, "built", secs, log_path, None))
+            if progress:
+                console.print(f"[green]✓[/] {m.id}: built in {secs:.1f} s")
+        else:
+            _stamp(m).unlink(missing_ok=True)
+            results.append(BuildResult(m.id, "failed", secs, log_path, err))
+            if progress:
+                console.print(f"[red]✗[/] {m.id}: {err}")
+                tail = _tail(log_path)
+                if tail:
+                    console.print(tail, markup=False, highlight=False, style="dim")
+    return results

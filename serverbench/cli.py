@@ -1,0 +1,183 @@
+"""The `serverbench` command line (Typer + Rich).
+
+This module holds the lifecycle commands (doctor, list, install, build); the
+run pipeline and the reports register theirs from `cli_run` / `cli_report`.
+"""
+from __future__ import annotations
+
+import importlib
+import resource
+import shutil
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from serverbench import __version__, build as build_mod, doctor as doctor_mod, paths
+from serverbench import supervisor
+from serverbench.catalog import Catalog, CatalogError, Manifest, load_catalog, select
+
+app = typer.Typer(
+    help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+IdsArg = typer.Argument(None, help="Server ids (folder names under servers/); default: all.",
+                        show_default=False)
+
+
+def load_catalog_warn() -> Catalog:
+    """Load the catalog and print each broken manifest as one yellow line."""
+    cat = load_catalog(paths.SERVERS)
+    for line in cat.errors:
+        err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False,
+                          soft_wrap=True)
+    return cat
+
+
+def selected(ids: Optional[list[str]]) -> list[Manifest]:
+    """Manifests for `ids` (all when empty); exits 2 with one line on an unknown id."""
+    cat = load_catalog_warn()
+    try:
+        return select(cat, ids)
+    except CatalogError as e:
+        err_console.print(f"error: {e}", style="red", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _yes(flag: bool | None) -> str:
+    if flag is None:
+        return "?"
+    return "[green]yes[/]" if flag else "[red]no[/]"
+
+
+def _verdicts(ids: list[str]) -> dict[str, bool | None]:
+    """Conformance verdicts from the store; None per id when the store can't tell yet."""
+    try:
+        from serverbench.store import Store
+
+        store = Store(paths.DB_PATH)
+        out: dict[str, bool | None] = {}
+        for i in ids:
+            v = store.verdict(i)
+            # accept a bool, None, or a record with a `passed` attribute/key
+            if isinstance(v, dict):
+                v = v.get("passed")
+            elif v is not None and not isinstance(v, bool):
+                v = getattr(v, "passed", v)
+            out[i] = None if v is None else bool(v)
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+        return out
+    except (ImportError, AttributeError):
+        return {i: None for i in ids}
+
+
+@app.command()
+def doctor(ids: Optional[list[str]] = IdsArg) -> None:
+    """Show which contestants' toolchains are present, their versions and how to install the rest."""
+    ms = selected(ids)
+    table = Table(title="servers")
+    for col in ("server", "language", "available", "missing", "version", "install hint"):
+        table.add_column(col, overflow="fold")
+    for m, a in zip(ms, doctor_mod.check_all(ms)):
+        version = a.version or (f"[yellow]{a.reason}[/]" if a.available and a.reason else "")
+        table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), version,
+                      a.install_hint or "")
+    console.print(table)
+
+    tools = Table(title="harness")
+    tools.add_column("check")
+    tools.add_column("ok")
+    tools.add_column("detail", overflow="fold")
+    lg = paths.loadgen_binary()
+    lg_ok = lg.is_file()
+    tools.add_row("loadgen binary", _yes(lg_ok),
+                  str(lg) if lg_ok else f"{lg} missing; fix: cd loadgen && cargo build --release")
+    ts = shutil.which("taskset")
+    tools.add_row("taskset", _yes(ts is not None),
+                  ts or "missing; fix: apt-get install -y util-linux (CPU pinning is off without it)")
+    server_cpus, client_cpus = supervisor.default_cpu_split()
+    tools.add_row("CPUs", _yes(len(supervisor.online_cpus()) > 1),
+                  f"online {supervisor.online_cpus()}; server {server_cpus}, loadgen {client_cpus}")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    tools.add_row("open files limit", _yes(hard >= 20000 or hard == resource.RLIM_INFINITY),
+                  f"soft {soft}, hard {hard} (servers get the hard limit)")
+    console.print(tools)
+
+
+@app.command("list")
+def list_servers() -> None:
+    """List the contestants: language, concurrency model, and whether available, built, verified."""
+    cat = load_catalog_warn()
+    ms = select(cat, None)
+    verdicts = _verdicts([m.id for m in ms])
+    table = Table(title=f"{len(ms)} servers")
+    for col in ("id", "language", "model", "framework", "available here", "built", "verified"):
+        table.add_column(col, overflow="fold")
+    for m, a in zip(ms, doctor_mod.check_all(ms)):
+        table.add_row(m.id, m.language, m.model, m.framework, _yes(a.available),
+                      _yes(build_mod.is_built(m)), _yes(verdicts.get(m.id)))
+    console.print(table)
+
+
+@app.command()
+def install(ids: Optional[list[str]] = IdsArg,
+            dry_run: bool = typer.Option(False, "--dry-run", help="Print the commands only.")) -> None:
+    """Install missing toolchains from each server.toml's \\[install] table (apt/npm; root only)."""
+    from serverbench.install import install_missing
+
+    for msg in install_missing(selected(ids), dry_run=dry_run):
+        console.print(msg, markup=False, highlight=False)
+
+
+@app.command()
+def build(ids: Optional[list[str]] = IdsArg,
+          force: bool = typer.Option(False, "--force", help="Rebuild even when up to date.")) -> None:
+    """Build contestants (cached by a hash of each server folder); logs in results/logs/."""
+    results = build_mod.build(selected(ids), force=force, console=err_console)
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to build")
+    failed = [r for r in results if r.status == "failed"]
+    for r in results:
+        if r.status == "unavailable":
+            err_console.print(f"skipped {r.id}: {r.error}", style="yellow", markup=False,
+                              highlight=False)
+    if failed:
+        err_console.print(f"{len(failed)} build(s) failed:", style="red")
+        for r in failed:
+            err_console.print(f"  {r.id}: {r.error}", style="red", markup=False, highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command()
+def version() -> None:
+    """Print serverbench's version."""
+    console.print(f"serverbench {__version__}")
+
+
+for _mod in ("cli_run", "cli_report"):
+    try:
+        importlib.import_module(f"serverbench.{_mod}").register(app)
+    except ModuleNotFoundError as e:
+        if e.name != f"serverbench.{_mod}":
+            raise
+
+
+def main() -> None:
+    # SIGTERM/SIGHUP → KeyboardInterrupt, so servers are stopped as on Ctrl-C (see supervisor)
+    supervisor.install_signal_handlers()
+    try:
+        app()
+    except KeyboardInterrupt:
+        supervisor.stop_all()
+        err_console.print("interrupted", style="red")
+        raise SystemExit(130) from None

@@ -1,0 +1,83 @@
+"""The environment a run was measured in, stored with the run so results stay interpretable."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    """Commit and dirty flag of the project checkout (read-only git commands)."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def _server_info(m: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {"language": m.language, "runtime": m.runtime, "model": m.model,
+                            "framework": m.framework, "origin": m.origin, "description": m.description,
+                            "max_connections": m.max_connections, "workers": m.workers,
+                            "toolchain": None}
+    try:
+        from . import doctor
+        info["toolchain"] = doctor.check(m).version
+    except Exception as e:  # a broken toolchain must not stop the fingerprint
+        info["toolchain_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return info
+
+
+def fingerprint(manifests: Iterable[Any], *, server_cpus: list[int] | None,
+                client_cpus: list[int] | None) -> dict[str, Any]:
+    """CPU, kernel, OS, Python, pinning, servers' toolchains, loadgen version, git, host, time."""
+    from . import loadgen, paths
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    return {
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": affinity,
+        "kernel": platform.release(),
+        "os": os_name(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "pinning": {"server_cpus": server_cpus, "client_cpus": client_cpus},
+        "loadgen": {"path": str(paths.loadgen_binary()), "version": loadgen.version()},
+        "git": git_state(paths.REPO),
+        "servers": {m.id: _server_info(m) for m in manifests},
+    }

@@ -1,0 +1,81 @@
+"""Statistics across repetitions: summary figures, noise flag, outliers (hyperfine's manners).
+
+Outliers use the modified z-score (Iglewicz & Hoaglin): 0.6745 * |x - median| / MAD,
+flagged above 3.5. With MAD = 0 the mean absolute deviation stands in (x 1.2533).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
+
+NOISE_CV = 0.05
+OUTLIER_Z = 3.5
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    median: float
+    mean: float
+    stdev: float  # sample standard deviation (n-1); 0 for n = 1
+    min: float
+    max: float
+    cv: float  # stdev / mean; 0 when mean is 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(values: Iterable[float]) -> Stats:
+    """Median/mean/stdev/min/max/CV of the finite values; ValueError when none."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        raise ValueError("summarize needs at least one finite value")
+    mean = statistics.fmean(xs)
+    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    cv = sd / abs(mean) if mean else 0.0
+    return Stats(len(xs), statistics.median(xs), mean, sd, min(xs), max(xs), cv)
+
+
+def noisy(stats: Stats, threshold: float = NOISE_CV) -> bool:
+    """True when the coefficient of variation exceeds `threshold` (needs >= 2 values)."""
+    return stats.n >= 2 and stats.cv > threshold
+
+
+def modified_z_scores(values: Sequence[float]) -> list[float]:
+    xs = [float(v) for v in values]
+    if len(xs) < 3:
+        return [0.0] * len(xs)
+    med = statistics.median(xs)
+    dev = [abs(x - med) for x in xs]
+    mad = statistics.median(dev)
+    if mad > 0:
+        return [0.6745 * d / mad for d in dev]
+    meanad = statistics.fmean(dev)
+    if meanad == 0:
+        return [0.0] * len(xs)
+    return [d / (1.253314 * meanad) for d in dev]
+
+
+def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
+    """Indices of values whose modified z-score exceeds `threshold` (needs >= 3 values)."""
+    return [i for i, z in enumerate(modified_z_scores(values)) if z > threshold]
+
+
+def warnings_for(label: str, values: Sequence[float], what: str = "rps") -> list[str]:
+    """One-line warnings about noise and outliers for a series of repetitions."""
+    out: list[str] = []
+    if len(values) < 2:
+        return out
+    s = summarize(values)
+    if noisy(s):
+        out.append(f"{label}: {what} varies by CV {s.cv:.1%} (> {NOISE_CV:.0%}) across {s.n} runs; "
+                   "close other programs, pin CPUs or raise --repeat")
+    idx = outliers(values)
+    if idx:
+        shown = ", ".join(f"#{i + 1}={values[i]:.4g}" for i in idx)
+        out.append(f"{label}: statistical outliers in {what} ({shown}); "
+                   "another process may have interfered, consider re-running")
+    return out

@@ -1,0 +1,317 @@
+"""Results store: SQLite (WAL), versioned schema, one transaction per cell.
+
+Tables (docs/DESIGN.md):
+  runs(id, started_at, finished_at, status, fingerprint_json, options_json)
+      status: 'running' | 'finished' | 'interrupted' | 'failed'
+  cells(id, run_id, server, workload, point, repetition, status, error, log_tail,
+        started_at, finished_at, loadgen_json, usage_json, metrics_json)
+      status: 'ok' | 'failed' | 'skipped'; one row per (run_id, server, workload, point,
+      repetition) — recording the same key again (a resumed run retrying a failed cell)
+      replaces the row.
+  verdicts(id, server, checked_at, passed, checks_json, folder_hash)  (history; latest wins)
+  schema_version(version)
+
+`metrics_json` — the flat figures the report reads (absent keys = not applicable):
+  rps               responses/s of measured time (loadgen summary.rps)
+  requests, ok, errors, timeouts     counts (timeouts = error_classes.timeout)
+  error_classes     {connect, read, write, timeout, status, malformed}
+  p50_us p75_us p90_us p99_us p999_us p9999_us max_us mean_us   latency in µs
+                    (open load: corrected for coordinated omission)
+  duration_s        measured seconds (loadgen)
+  cpu_user_s cpu_sys_s cpu_percent (mean, 100 = one core) rss_peak_bytes rss_mean_bytes
+  threads_peak ctx_voluntary ctx_involuntary processes_peak     server process tree (sampler)
+  client_cpu_percent (100 = one core), client_saturated (bool)  the loadgen's own CPU
+  missed_sends      open load: sends not made on schedule
+  target_rate       open load: requested rate (req/s); null otherwise
+  calibration_rps   rate="N%" points: closed-loop rps the rate was derived from
+  connections       closed load connections (or max connections)
+  users             sessions: virtual users
+  workers           $WORKERS the server ran with
+  bound             the server's max_connections for those workers (null = unbounded)
+  capacity_rps      mode capacity: achieved rps of the highest step that held (0 if none)
+  steps             mode capacity: [{rate, achieved, p99_us, errors, missed_sends, held}]
+  warmup_s, planned_s   planned warm-up and load seconds of the cell
+  overhead_s        harness overhead: cell wall time minus warmup_s and planned_s
+  server_start_s    seconds until the server was ready (first point after a start only)
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+CellKey = tuple[str, str, str, int]
+
+
+class StoreError(Exception):
+    """The results database cannot be used (one-line message naming the file and the fix)."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class CellRecord:
+    server: str
+    workload: str
+    point: str
+    repetition: int
+    status: str  # 'ok' | 'failed' | 'skipped'
+    error: str | None = None
+    log_tail: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    loadgen: dict | None = None
+    usage: dict | None = None
+    metrics: dict = field(default_factory=dict)
+    id: int | None = None
+    run_id: int | None = None
+
+    @property
+    def key(self) -> CellKey:
+        return (self.server, self.workload, self.point, self.repetition)
+
+
+@dataclass
+class RunRow:
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: str
+    fingerprint: dict
+    options: dict
+    cells_ok: int = 0
+    cells_failed: int = 0
+    cells_skipped: int = 0
+
+
+@dataclass
+class Verdict:
+    server: str
+    passed: bool
+    checked_at: str
+    checks: list[dict]
+    folder_hash: str | None
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    # executescript() would COMMIT first; run statements one by one inside our transaction.
+    for stmt in sql.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    _script(db, """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, options_json TEXT NOT NULL);
+        CREATE TABLE cells (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            server TEXT NOT NULL, workload TEXT NOT NULL, point TEXT NOT NULL,
+            repetition INTEGER NOT NULL, status TEXT NOT NULL, error TEXT, log_tail TEXT,
+            started_at TEXT, finished_at TEXT,
+            loadgen_json TEXT, usage_json TEXT, metrics_json TEXT NOT NULL DEFAULT '{}');
+        CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            server TEXT NOT NULL, checked_at TEXT NOT NULL, passed INTEGER NOT NULL,
+            checks_json TEXT NOT NULL, folder_hash TEXT);
+    """)
+
+
+def _v2(db: sqlite3.Connection) -> None:
+    # One row per cell key (resume replaces a retried cell); keep the newest duplicate.
+    _script(db, """
+        DELETE FROM cells WHERE id NOT IN (
+            SELECT MAX(id) FROM cells GROUP BY run_id, server, workload, point, repetition);
+        CREATE UNIQUE INDEX cells_key ON cells(run_id, server, workload, point, repetition);
+        CREATE INDEX verdicts_server ON verdicts(server, id);
+    """)
+
+
+# Append only: MIGRATIONS[i] brings a database from version i to i + 1.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+class Store:
+    """The results database. Every write is its own committed transaction."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        if path is None:
+            from . import paths
+            path = paths.DB_PATH
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a usable SQLite database ({e}); move it aside") from None
+        self._migrate()
+
+    # -- schema ---------------------------------------------------------------
+    def schema_version(self) -> int:
+        has = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'").fetchone()
+        if not has:
+            return 0
+        row = self.db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {current} is newer than this serverbench "
+                             f"understands ({SCHEMA_VERSION}); upgrade serverbench or use another --db")
+        for version in range(current, SCHEMA_VERSION):
+            with self._tx():
+                if version == 0:
+                    self.db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                MIGRATIONS[version](self.db)
+                self.db.execute("DELETE FROM schema_version")
+                self.db.execute("INSERT INTO schema_version(version) VALUES (?)", (version + 1,))
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self.db
+
+        def __exit__(self, exc_type, exc, tb) -> None:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _tx(self) -> "Store._Tx":
+        return Store._Tx(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- runs -----------------------------------------------------------------
+    def new_run(self, fingerprint: dict, options: dict) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO runs(started_at, status, fingerprint_json, options_json) VALUES (?,?,?,?)",
+                (now_iso(), "running", json.dumps(fingerprint, default=str),
+                 json.dumps(options, default=str)))
+            return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, now_iso(), run_id))
+
+    def reopen_run(self, run_id: int) -> None:
+        """Mark a run 'running' again (resume)."""
+        with self._tx() as db:
+            db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE id=?", (run_id,))
+
+    def _run_rows(self, where: str = "", args: tuple = ()) -> list[RunRow]:
+        rows = self.db.execute(f"""
+            SELECT r.id, r.started_at, r.finished_at, r.status, r.fingerprint_json, r.options_json,
+                   SUM(c.status='ok'), SUM(c.status='failed'), SUM(c.status='skipped')
+            FROM runs r LEFT JOIN cells c ON c.run_id = r.id {where}
+            GROUP BY r.id ORDER BY r.id""", args).fetchall()
+        return [RunRow(r[0], r[1], r[2], r[3], _loads(r[4]) or {}, _loads(r[5]) or {},
+                       r[6] or 0, r[7] or 0, r[8] or 0) for r in rows]
+
+    def runs(self) -> list[RunRow]:
+        return self._run_rows()
+
+    def run(self, run_id: int) -> RunRow:
+        rows = self._run_rows("WHERE r.id = ?", (run_id,))
+        if not rows:
+            known = ", ".join(str(r.id) for r in self.runs()[-10:]) or "none"
+            raise StoreError(f"no run {run_id} in {self.path}; recent runs: {known} (see `serverbench results`)")
+        return rows[0]
+
+    def latest_run_id(self) -> int | None:
+        row = self.db.execute("SELECT MAX(id) FROM runs").fetchone()
+        return row[0]
+
+    # -- cells ----------------------------------------------------------------
+    def record_cell(self, run_id: int, cell: CellRecord) -> int:
+        """Write one cell in its own transaction (replacing an earlier row with the same key)."""
+        with self._tx() as db:
+            cur = db.execute("""
+                INSERT INTO cells(run_id, server, workload, point, repetition, status, error,
+                                  log_tail, started_at, finished_at, loadgen_json, usage_json, metrics_json)
+                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+                ON CONFLICT(run_id, server, workload, point, repetition) DO UPDATE SET
+                    status=excluded.status, error=excluded.error, log_tail=excluded.log_tail,
+                    started_at=excluded.started_at, finished_at=excluded.finished_at,
+                    loadgen_json=excluded.loadgen_json, usage_json=excluded.usage_json,
+                    metrics_json=excluded.metrics_json
+                RETURNING id""",
+                (run_id, cell.server, cell.workload, cell.point, cell.repetition, cell.status,
+                 cell.error, cell.log_tail, cell.started_at, cell.finished_at,
+                 json.dumps(cell.loadgen) if cell.loadgen is not None else None,
+                 json.dumps(cell.usage) if cell.usage is not None else None,
+                 json.dumps(cell.metrics or {}, default=str)))
+            cell_id = int(cur.fetchone()[0])
+        cell.id, cell.run_id = cell_id, run_id
+        return cell_id
+
+    def cells(self, run_id: int) -> list[CellRecord]:
+        rows = self.db.execute("""
+            SELECT id, run_id, server, workload, point, repetition, status, error, log_tail,
+                   started_at, finished_at, loadgen_json, usage_json, metrics_json
+            FROM cells WHERE run_id=? ORDER BY id""", (run_id,)).fetchall()
+        return [CellRecord(server=r[2], workload=r[3], point=r[4], repetition=r[5], status=r[6],
+                           error=r[7], log_tail=r[8], started_at=r[9], finished_at=r[10],
+                           loadgen=_loads(r[11]), usage=_loads(r[12]), metrics=_loads(r[13]) or {},
+                           id=r[0], run_id=r[1]) for r in rows]
+
+    def done_keys(self, run_id: int) -> set[CellKey]:
+        """Keys of cells that completed ('ok'); resume skips these and retries the rest."""
+        rows = self.db.execute(
+            "SELECT server, workload, point, repetition FROM cells WHERE run_id=? AND status='ok'",
+            (run_id,)).fetchall()
+        return {(r[0], r[1], r[2], int(r[3])) for r in rows}
+
+    # -- verdicts -------------------------------------------------------------
+    def record_verdict(self, server: str, passed: bool, checks: list[dict], folder_hash: str | None) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO verdicts(server, checked_at, passed, checks_json, folder_hash) "
+                       "VALUES (?,?,?,?,?)",
+                       (server, now_iso(), int(bool(passed)), json.dumps(checks, default=str), folder_hash))
+
+    def verdict(self, server: str) -> Verdict | None:
+        r = self.db.execute("SELECT server, passed, checked_at, checks_json, folder_hash FROM verdicts "
+                            "WHERE server=? ORDER BY id DESC LIMIT 1", (server,)).fetchone()
+        if r is None:
+            return None
+        return Verdict(r[0], bool(r[1]), r[2], _loads(r[3]) or [], r[4])
+
+    def verdicts(self) -> dict[str, Verdict]:
+        """The latest verdict of every server that has one."""
+        out: dict[str, Verdict] = {}
+        for (server,) in self.db.execute("SELECT DISTINCT server FROM verdicts ORDER BY server"):
+            v = self.verdict(server)
+            if v is not None:
+                out[server] = v
+        return out
+
+
+__all__ = ["Store", "StoreError", "CellRecord", "RunRow", "Verdict", "SCHEMA_VERSION", "MIGRATIONS",
+           "now_iso"]
+

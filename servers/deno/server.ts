@@ -1,0 +1,110 @@
+// deno: Deno.serve — one JavaScript event loop; HTTP/1.1 parsing, keep-alive and
+// chunked decoding are done by Deno's Rust HTTP stack underneath.
+const MAX_BODY = 1 << 20;
+const MAX_DELAY_MS = 60000;
+const helloFile = Deno.env.get("HELLO_FILE") || "../../assets/hello.html";
+const xs = new Uint8Array(MAX_BODY).fill(0x78); // /delay bodies are views of this ("x")
+let counter = 0; // single-threaded: increments never interleave
+
+// String and Uint8Array bodies get a Content-Length from Deno (not chunked framing).
+function send(status: number, type: string, body: BodyInit, close = false): Response {
+  const headers: Record<string, string> = { "content-type": type };
+  if (close) headers["connection"] = "close";
+  return new Response(body, { status, headers });
+}
+
+const badRequest = () => send(400, "text/plain", "Bad Request");
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Optional decimal parameter within [0, hi]; null when malformed or out of range.
+function intParam(params: URLSearchParams, key: string, hi: number, def: number): number | null {
+  const s = params.get(key);
+  if (s === null) return def;
+  if (!/^[0-9]{1,9}$/.test(s)) return null;
+  const n = Number(s);
+  return n <= hi ? n : null;
+}
+
+async function echo(req: Request): Promise<Response> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > MAX_BODY) {
+    return send(413, "text/plain", "Content Too Large", true);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of req.body ?? []) {
+      size += chunk.length;
+      if (size > MAX_BODY) return send(413, "text/plain", "Content Too Large", true);
+      chunks.push(chunk);
+    }
+  } catch {
+    return send(400, "text/plain", "Bad Request", true); // body framing broke mid-way
+  }
+  const body = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    body.set(c, off);
+    off += c.length;
+  }
+  return send(200, "application/octet-stream", body);
+}
+
+async function handle(req: Request): Promise<Response> {
+  const url = new URL(req.url);
+  const get = req.method === "GET" || req.method === "HEAD";
+  switch (url.pathname) {
+    case "/":
+    case "/json":
+    case "/file":
+    case "/delay":
+    case "/tenth":
+      if (!get) return send(405, "text/plain", "Method Not Allowed");
+      break;
+    case "/echo":
+      if (req.method !== "POST") return send(405, "text/plain", "Method Not Allowed");
+      return await echo(req);
+    default:
+      return send(404, "text/plain", "Not Found");
+  }
+
+  switch (url.pathname) {
+    case "/":
+      return send(200, "text/plain", "Hello, World!");
+    case "/json":
+      return send(200, "application/json", JSON.stringify({ message: "Hello, World!" }));
+    case "/file":
+      return send(200, "text/html", await Deno.readFile(helloFile));
+    case "/delay": {
+      const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 0);
+      const bytes = intParam(url.searchParams, "bytes", MAX_BODY, 0);
+      if (ms === null || bytes === null) return badRequest();
+      if (ms > 0) await sleep(ms);
+      return send(200, "text/plain", xs.subarray(0, bytes));
+    }
+    default: { // "/tenth"
+      const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 2000);
+      if (ms === null) return badRequest();
+      const value = ++counter;
+      if (value % 10 === 0 && ms > 0) await sleep(ms);
+      return send(200, "text/plain", String(value));
+    }
+  }
+}
+
+const hostname = Deno.env.get("HOST") || "127.0.0.1";
+const port = Number(Deno.env.get("PORT") || 8080);
+try {
+  Deno.serve({
+    hostname,
+    port,
+    onListen: (addr) => console.log(`deno listening on ${addr.hostname}:${addr.port}`),
+    onError: (err) => {
+      console.error("deno: handler error:", err);
+      return send(500, "text/plain", "Internal Server Error");
+    },
+  }, handle);
+} catch (err) {
+  console.error(`deno: cannot listen on ${hostname}:${port}: ${err}`);
+  Deno.exit(1);
+}

@@ -1,0 +1,3 @@
+module serverbench/go-nethttp
+
+go 1.22

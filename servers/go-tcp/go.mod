@@ -1,0 +1,3 @@
+module serverbench/go-tcp
+
+go 1.22

@@ -1,0 +1,176 @@
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.AsynchronousSocketChannel;
+import java.nio.channels.CompletionHandler;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One client connection as a chain of completion handlers: read → parse →
+ * answer → write → parse/read again. At most one operation (read, write or
+ * timer) is outstanding at a time, so the fields need no locking, and pipelined
+ * requests are answered in order.
+ */
+final class Connection {
+    private static final int MAX_BATCH = 256 * 1024;   // answered-but-unwritten bytes before we write
+
+    private final AsynchronousSocketChannel ch;
+    private final ScheduledExecutorService timer;
+    private final RequestParser parser = new RequestParser();
+    private final List<ByteBuffer> out = new ArrayList<>();
+    private int outBytes;
+    private Runnable afterWrite;
+
+    Connection(AsynchronousSocketChannel ch, ScheduledExecutorService timer) {
+        this.ch = ch;
+        this.timer = timer;
+    }
+
+    void start() {
+        read();
+    }
+
+    private void read() {
+        ch.read(parser.bufferForRead(), this, READ);
+    }
+
+    private static final CompletionHandler<Integer, Connection> READ = new CompletionHandler<>() {
+        @Override
+        public void completed(Integer n, Connection c) {
+            if (n < 0) c.close();   // client closed
+            else c.pump();
+        }
+
+        @Override
+        public void failed(Throwable e, Connection c) {
+            c.close();
+        }
+    };
+
+    /** Answers every complete request in the buffer, then writes and reads on. */
+    private void pump() {
+        while (true) {
+            RequestParser.Request req;
+            try {
+                req = parser.next();
+            } catch (RequestParser.HttpError e) {
+                Routes.Response err = new Routes.Response(e.status, "text/plain",
+                        ByteBuffer.wrap(e.getMessage().getBytes(StandardCharsets.ISO_8859_1)), false, false);
+                queue(err);
+                writeThen(this::lingerClose);
+                return;
+            }
+            if (req == null) {   // need more bytes: send what we have, then read
+                writeThen(this::read);
+                return;
+            }
+            Routes.Response resp = Routes.handle(req);
+            if (resp.delayMs > 0) {
+                // Natural async wait: a timer, never a sleeping completion thread. Earlier
+                // pipelined answers go out first; the write completion resumes us on the group.
+                writeThen(() -> timer.schedule(() -> {
+                    queue(resp);
+                    writeThen(resp.keepAlive ? this::pump : this::closeAfterAnswer);
+                }, resp.delayMs, TimeUnit.MILLISECONDS));
+                return;
+            }
+            queue(resp);
+            if (!resp.keepAlive) {
+                writeThen(this::closeAfterAnswer);
+                return;
+            }
+            if (outBytes >= MAX_BATCH) {
+                writeThen(this::pump);
+                return;
+            }
+        }
+    }
+
+    private void queue(Routes.Response r) {
+        ByteBuffer head = r.head();
+        out.add(head);
+        outBytes += head.remaining();
+        if (r.sendBody()) {
+            out.add(r.body);
+            outBytes += r.body.remaining();
+        }
+    }
+
+    /** Writes everything queued (gathering write), then runs {@code next}. */
+    private void writeThen(Runnable next) {
+        if (out.isEmpty()) {
+            next.run();
+            return;
+        }
+        afterWrite = next;
+        ByteBuffer[] bufs = out.toArray(new ByteBuffer[0]);
+        out.clear();
+        outBytes = 0;
+        ch.write(bufs, 0, bufs.length, 0, TimeUnit.MILLISECONDS, bufs, new CompletionHandler<Long, ByteBuffer[]>() {
+            @Override
+            public void completed(Long n, ByteBuffer[] b) {
+                for (int i = 0; i < b.length; i++) {
+                    if (b[i].hasRemaining()) {   // partial write: continue from the first unsent buffer
+                        ch.write(b, i, b.length - i, 0, TimeUnit.MILLISECONDS, b, this);
+                        return;
+                    }
+                }
+                Runnable k = afterWrite;
+                afterWrite = null;
+                k.run();
+            }
+
+            @Override
+            public void failed(Throwable e, ByteBuffer[] b) {
+                close();
+            }
+        });
+    }
+
+    private void closeAfterAnswer() {
+        if (parser.hasUnread()) lingerClose();
+        else close();
+    }
+
+    /**
+     * Closing with unread input makes the kernel send RST, which can destroy the
+     * answer just written. Half-close, discard what the client still sends for a
+     * bounded time, then close.
+     */
+    private void lingerClose() {
+        try {
+            ch.shutdownOutput();
+        } catch (IOException e) {
+            close();
+            return;
+        }
+        ByteBuffer sink = ByteBuffer.allocate(8192);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        ch.read(sink, 1, TimeUnit.SECONDS, null, new CompletionHandler<Integer, Void>() {
+            @Override
+            public void completed(Integer n, Void v) {
+                if (n < 0 || System.nanoTime() > deadline) {
+                    close();
+                    return;
+                }
+                sink.clear();
+                ch.read(sink, 1, TimeUnit.SECONDS, null, this);
+            }
+
+            @Override
+            public void failed(Throwable e, Void v) {   // includes the read timeout
+                close();
+            }
+        });
+    }
+
+    private void close() {
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+        }
+    }
+}

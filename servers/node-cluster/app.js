@@ -1,0 +1,145 @@
+'use strict';
+// The serverbench request handler on Node's http module. node-http and node-cluster
+// carry identical copies of this file (each server folder is self-contained).
+const http = require('node:http');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const MAX_BODY = 1 << 20;
+const MAX_DELAY_MS = 60000;
+const helloFile = process.env.HELLO_FILE || path.resolve('../../assets/hello.html');
+const xs = Buffer.alloc(MAX_BODY, 'x'); // /delay bodies are slices of this
+let counter = 0; // one event loop per process: increments never interleave
+
+function send(res, status, type, body, close = false) {
+  const headers = { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) };
+  if (close) headers.Connection = 'close'; // Node closes the socket after this response
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+const badRequest = (res) => send(res, 400, 'text/plain', 'Bad Request');
+
+// Optional decimal parameter within [0, hi]; null when malformed or out of range.
+function intParam(params, key, hi, def) {
+  if (!params.has(key)) return def;
+  const s = params.get(key);
+  if (!/^[0-9]{1,9}$/.test(s)) return null;
+  const n = Number(s);
+  return n <= hi ? n : null;
+}
+
+function echo(req, res) {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > MAX_BODY) {
+    send(res, 413, 'text/plain', 'Content Too Large', true);
+    req.resume(); // discard what arrives until the socket closes
+    return;
+  }
+  // Chunked bodies arrive already decoded by Node's parser; count them as they come.
+  const chunks = [];
+  let size = 0;
+  let refused = false;
+  req.on('data', (chunk) => {
+    if (refused) return;
+    size += chunk.length;
+    if (size > MAX_BODY) {
+      refused = true;
+      send(res, 413, 'text/plain', 'Content Too Large', true);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (!refused) send(res, 200, 'application/octet-stream', Buffer.concat(chunks, size));
+  });
+}
+
+function handle(req, res) {
+  // A malformed body makes Node's parser fail: its clientError handling answers 400
+  // and destroys the socket; the request stream then errors, which we ignore here.
+  req.on('error', () => {});
+  const q = req.url.indexOf('?');
+  const pathname = q < 0 ? req.url : req.url.slice(0, q);
+  const get = req.method === 'GET' || req.method === 'HEAD';
+
+  switch (pathname) {
+    case '/':
+    case '/json':
+    case '/file':
+    case '/delay':
+    case '/tenth':
+      if (!get) {
+        res.setHeader('Allow', 'GET, HEAD');
+        return send(res, 405, 'text/plain', 'Method Not Allowed');
+      }
+      break;
+    case '/echo':
+      if (req.method !== 'POST') {
+        res.setHeader('Allow', 'POST');
+        return send(res, 405, 'text/plain', 'Method Not Allowed');
+      }
+      return echo(req, res);
+    default:
+      return send(res, 404, 'text/plain', 'Not Found');
+  }
+  // A GET may carry a body; drain it so the next request on the connection parses.
+  req.resume();
+  const params = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
+
+  switch (pathname) {
+    case '/':
+      return send(res, 200, 'text/plain', 'Hello, World!');
+    case '/json':
+      return send(res, 200, 'application/json', JSON.stringify({ message: 'Hello, World!' }));
+    case '/file':
+      return fs.readFile(helloFile, (err, data) => {
+        if (err) send(res, 500, 'text/plain', 'Internal Server Error');
+        else send(res, 200, 'text/html', data);
+      });
+    case '/delay': {
+      const ms = intParam(params, 'ms', MAX_DELAY_MS, 0);
+      const bytes = intParam(params, 'bytes', MAX_BODY, 0);
+      if (ms === null || bytes === null) return badRequest(res);
+      return setTimeout(() => send(res, 200, 'text/plain', xs.subarray(0, bytes)), ms);
+    }
+    case '/tenth': {
+      const ms = intParam(params, 'ms', MAX_DELAY_MS, 2000);
+      if (ms === null) return badRequest(res);
+      const value = ++counter;
+      const reply = () => send(res, 200, 'text/plain', String(value));
+      return value % 10 === 0 ? setTimeout(reply, ms) : reply();
+    }
+  }
+}
+
+// Creates the server and listens on $HOST:$PORT; a bind failure exits non-zero.
+function start(label) {
+  const host = process.env.HOST || '127.0.0.1';
+  const port = Number(process.env.PORT || 8080);
+  const server = http.createServer(handle);
+  // Keep idle keep-alive connections for 2 min (Node's default is 5 s); headers must
+  // arrive within 60 s of a request starting, a whole request within 5 min.
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 60_000;
+  server.requestTimeout = 300_000;
+  // Node's default reply to an unparsable request has no Content-Length; send our own.
+  // Only when no response is pending on the socket, so nothing can interleave with it.
+  server.on('clientError', (err, socket) => {
+    if (socket.writable && !socket._httpMessage && err.code !== 'ECONNRESET') {
+      const [status, text] = err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain\r\n` +
+        `Content-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
+    }
+    socket.destroy();
+  });
+  server.on('error', (err) => {
+    console.error(`${label}: ${err.message}`);
+    process.exit(1);
+  });
+  server.listen(port, host, () => console.log(`${label} listening on ${host}:${port}`));
+  return server;
+}
+
+module.exports = { start };

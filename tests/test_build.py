@@ -1,0 +1,141 @@
+"""Build caching by folder hash, failure isolation, logs, and the servers' environment."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from serverbench import paths
+from serverbench.build import build, folder_hash, is_built, server_env
+from serverbench.catalog import load_catalog, select
+
+
+def counting_build(counter: Path) -> str:
+    """A build command that appends one line per run to `counter` (outside the folder)."""
+    return f"echo built >> '{counter}' && echo compiled ok"
+
+
+def runs(counter: Path) -> int:
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def test_second_build_is_cached_and_a_change_rebuilds(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    counter = sandbox_paths / "count"
+    d = make_server("app", build=counting_build(counter))
+    (d / "main.py").write_text("print('v1')\n")
+    m = load_catalog(servers_root).servers["app"]
+
+    [r] = build([m], progress=False)
+    assert (r.status, r.error, runs(counter)) == ("built", None, 1)
+    assert r.log_path == paths.LOGS / "build-app.log"
+    assert "compiled ok" in r.log_path.read_text()
+    assert is_built(m)
+
+    [r] = build([m], progress=False)
+    assert (r.status, runs(counter)) == ("cached", 1)
+
+    (d / "main.py").write_text("print('v2')\n")
+    assert not is_built(m)
+    [r] = build([m], progress=False)
+    assert (r.status, runs(counter)) == ("built", 2)
+
+    [r] = build([m], force=True, progress=False)
+    assert (r.status, runs(counter)) == ("built", 3)
+
+
+def test_build_outputs_do_not_invalidate_but_build_command_does(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    d = make_server("app", build="true")
+    (d / "src.c").write_text("int main;\n")
+    m = load_catalog(servers_root).servers["app"]
+    h = folder_hash(m)
+    for out in ("target", "node_modules", "bin", "__pycache__"):
+        (d / out).mkdir()
+        (d / out / "artifact").write_text("x")
+    assert folder_hash(m) == h
+    (d / "new.c").write_text("")
+    assert folder_hash(m) != h
+    m2 = m.model_copy(update={"build": "make"})
+    (d / "new.c").unlink()
+    assert folder_hash(m2) != h
+
+
+def test_failed_build_is_reported_and_others_still_build(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    counter = sandbox_paths / "count"
+    make_server("a-ok", build=counting_build(counter))
+    make_server("b-broken", build="echo compiling; echo 'error: undefined symbol oops' >&2; exit 3")
+    make_server("c-ok", build=counting_build(counter))
+    ms = select(load_catalog(servers_root), None)
+
+    res = {r.id: r for r in build(ms, progress=False)}
+    assert res["a-ok"].status == res["c-ok"].status == "built"
+    assert runs(counter) == 2
+    bad = res["b-broken"]
+    assert bad.status == "failed"
+    assert "b-broken" in bad.error and "exit code 3" in bad.error and str(bad.log_path) in bad.error
+    assert "error: undefined symbol oops" in bad.log_path.read_text()
+    assert not is_built(ms[1])
+    # still failing next time: not cached
+    assert {r.id: r.status for r in build(ms, progress=False)} == {
+        "a-ok": "cached", "b-broken": "failed", "c-ok": "cached"}
+
+
+def test_unavailable_server_is_skipped(servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    counter = sandbox_paths / "count"
+    make_server("needs-tool", build=counting_build(counter),
+                requires=["serverbench-no-such-tool"], install={"npm": ["no-such-tool@1.0.0"]})
+    [r] = build(select(load_catalog(servers_root), None), progress=False)
+    assert r.status == "unavailable"
+    assert "serverbench-no-such-tool" in r.error and "npm install --prefix .tools" in r.error
+    assert runs(counter) == 0
+
+
+def test_build_runs_in_the_folder_with_the_server_env(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    make_server("envy", build='echo "cwd=$PWD target=$CARGO_TARGET_DIR x=$EXTRA"',
+                env={"EXTRA": "from-manifest"})
+    [r] = build(select(load_catalog(servers_root), None), progress=False)
+    log = r.log_path.read_text()
+    assert f"cwd={servers_root / 'envy'}" in log
+    assert f"target={paths.CARGO_TARGET}" in log and "x=from-manifest" in log
+
+
+def test_server_env(servers_root: Path, make_server, sandbox_paths: Path,
+                    monkeypatch) -> None:
+    make_server("e", env={"HOST": "override-wins"})
+    m = load_catalog(servers_root).servers["e"]
+    monkeypatch.setenv("PORT", "9999")
+    env = server_env(m)
+    assert env["PATH"].split(os.pathsep)[0] == str(paths.TOOLS_BIN)
+    assert "PORT" not in env, "an inherited PORT must not leak"
+    assert env["WORKERS"] == str(len(os.sched_getaffinity(0)))
+    assert env["HELLO_FILE"] == str(paths.HELLO_FILE)
+    assert env["HOST"] == "override-wins"  # manifest env is applied last
+    env = server_env(m, port=18555, workers=3)
+    assert (env["PORT"], env["WORKERS"]) == ("18555", "3")
+    m2 = m.model_copy(update={"workers": 64})
+    assert server_env(m2)["WORKERS"] == "64"
+
+
+def test_whole_catalog_noop_build_is_fast(servers_root: Path, make_server,
+                                          sandbox_paths: Path) -> None:
+    for i in range(12):
+        d = make_server(f"s{i:02d}", build="true")
+        for j in range(30):
+            (d / f"file{j}.txt").write_text("x" * 2000)
+    ms = select(load_catalog(servers_root), None)
+    assert {r.status for r in build(ms, progress=False)} == {"built"}
+    t0 = time.monotonic()
+    assert {r.status for r in build(ms, progress=False)} == {"cached"}
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_hashing_the_real_catalog_is_fast() -> None:
+    """The cost of a no-op `serverbench build` over the repository's servers."""
+    ms = select(load_catalog(paths.SERVERS), None)
+    t0 = time.monotonic()
+    for m in ms:
+        folder_hash(m)
+    assert time.monotonic() - t0 < 2.0

@@ -1,0 +1,221 @@
+"""runner.py end to end: real supervisor + sampler, fake loadgen, tiny Python servers."""
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+import runfix  # noqa: E402
+
+from serverbench import catalog, runner, supervisor  # noqa: E402
+from serverbench import workloads as wl  # noqa: E402
+from serverbench.runner import RunOptions, run_matrix  # noqa: E402
+from serverbench.store import Store  # noqa: E402
+
+WORKLOADS = {
+    "mini": """
+name = "mini"
+description = "two short closed points"
+origin = "serverbench"
+path = "/"
+[quick]
+warmup = "200ms"
+[[quick.points]]
+label = "c=1"
+connections = 1
+duration = "300ms"
+[[quick.points]]
+label = "c=2"
+connections = 2
+duration = "300ms"
+[full]
+[[full.points]]
+label = "c=1"
+connections = 1
+duration = "10s"
+""",
+    "half": """
+name = "half"
+description = "open load at 50% of calibrated capacity"
+origin = "serverbench"
+[quick]
+[[quick.points]]
+label = "rate=50%"
+mode = "open"
+rate = "50%"
+calibration = "300ms"
+duration = "300ms"
+[full]
+[[full.points]]
+label = "rate=50%"
+mode = "open"
+rate = "50%"
+duration = "10s"
+""",
+    "cap": """
+name = "cap"
+description = "capacity steps"
+origin = "serverbench"
+[quick]
+[[quick.points]]
+label = "p99<10ms"
+mode = "capacity"
+start_rate = 100
+step = 2.0
+max_steps = 5
+step_duration = "200ms"
+p99_limit = "10ms"
+[full]
+[[full.points]]
+label = "p99<10ms"
+mode = "capacity"
+start_rate = 100
+step_duration = "10s"
+""",
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    wdir = tmp_path / "workloads"
+    wdir.mkdir()
+    for name, text in WORKLOADS.items():
+        (wdir / f"{name}.toml").write_text(text)
+    cat = catalog.load_catalog(runfix.SERVERS)
+    assert cat.errors == []
+    return {"store": Store(tmp_path / "r.db"), "servers": cat.servers, "workloads": wl.load_workloads(wdir),
+            "calls": tmp_path / "calls.jsonl"}
+
+
+def go(env, servers, workloads, **kw):
+    out = Console(file=open("/dev/null", "w"), width=200)
+    opts = RunOptions(servers=servers, workloads=workloads, repeat=kw.pop("repeat", 1),
+                      allow_unverified=kw.pop("allow_unverified", True), ready_timeout=kw.pop("ready_timeout", 10),
+                      server_cpus=[0], client_cpus=[sorted(__import__("os").sched_getaffinity(0))[-1]])
+    return run_matrix(env["store"], opts, manifests=[env["servers"][s] for s in servers],
+                      workloads=[env["workloads"][w] for w in workloads], console=out, progress=False,
+                      fingerprint={"test": True}, **kw)
+
+
+def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
+    res = go(env, ["py-ok"], ["mini"], repeat=2)
+    assert (res.status, res.ok, res.failed, res.skipped) == ("finished", 4, 0, 0)
+    cells = env["store"].cells(res.run_id)
+    assert [(c.point, c.repetition) for c in cells] == [("c=1", 1), ("c=2", 1), ("c=1", 2), ("c=2", 2)]
+    for c in cells:
+        m = c.metrics
+        assert m["rps"] > 0 and m["ok"] > 0 and m["errors"] == 0 and m["p99_us"] > 0
+        assert m["cpu_user_s"] + m["cpu_sys_s"] > 0 and m["cpu_percent"] > 0
+        assert m["rss_peak_bytes"] > 5_000_000 and m["threads_peak"] >= 1
+        assert m["client_cpu_percent"] > 0 and m["client_saturated"] in (True, False)
+        assert m["bound"] is None and m["workers"] == 1
+        assert 0 <= m["overhead_s"] < 3 and m["warmup_s"] == 0.2
+        assert c.loadgen["schema"] == "loadgen/1" and c.usage["samples"] > 0
+    assert "server_start_s" in cells[0].metrics and "server_start_s" not in cells[1].metrics
+    assert env["store"].run(res.run_id).status == "finished"
+    rows = {r.point: r for r in res.summary}
+    assert rows["c=1"].rps.n == 2 and rows["c=1"].rps.min <= rows["c=1"].rps.median <= rows["c=1"].rps.max
+    # warm-up ran before each measured point, as a separate loadgen run
+    calls = runfix.log_lines(env["calls"])
+    assert len(calls) == 8 and [c["argv"][4] for c in calls[:2]] == ["200ms", "300ms"]
+    assert supervisor._LIVE == {}
+
+
+def test_crash_mid_run_is_a_failed_cell_and_the_matrix_continues(env) -> None:
+    res = go(env, ["py-crash", "py-ok"], ["mini"])
+    cells = {(c.server, c.point): c for c in env["store"].cells(res.run_id)}
+    crashed = cells[("py-crash", "c=1")]
+    assert crashed.status == "failed" and "exited with code 3 during the" in crashed.error
+    assert "simulated crash after 40 requests" in crashed.log_tail
+    after = cells[("py-crash", "c=2")]
+    assert after.status == "failed" and "before this point" in after.error
+    assert cells[("py-ok", "c=1")].status == "ok" and cells[("py-ok", "c=2")].status == "ok"
+    assert res.status == "finished"
+
+
+def test_never_ready_is_failed_with_a_clear_error(env) -> None:
+    res = go(env, ["py-never-ready", "py-ok"], ["mini"], ready_timeout=1.0)
+    cells = env["store"].cells(res.run_id)
+    bad = [c for c in cells if c.server == "py-never-ready"]
+    assert len(bad) == 2 and all(c.status == "failed" for c in bad)
+    assert "server did not start" in bad[0].error and "did not become ready" in bad[0].error
+    assert "tiny_server mode=never-ready" in bad[0].log_tail
+    assert all(c.status == "ok" for c in cells if c.server == "py-ok")
+
+
+def test_unverified_servers_are_skipped_with_the_reason(env) -> None:
+    res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
+    cells = env["store"].cells(res.run_id)
+    assert [c.status for c in cells] == ["skipped", "skipped"]
+    assert "never verified; run `serverbench verify py-ok`" in cells[0].error
+    from serverbench import build
+    env["store"].record_verdict("py-ok", True, [], build.folder_hash(env["servers"]["py-ok"]))
+    res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
+    assert res.ok == 2
+    env["store"].record_verdict("py-ok", True, [], "stale-hash")
+    res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
+    assert "changed since it was verified" in env["store"].cells(res.run_id)[0].error
+
+
+def test_rate_percent_is_calibrated(env) -> None:
+    res = go(env, ["py-ok"], ["half"])
+    [c] = env["store"].cells(res.run_id)
+    assert c.status == "ok", c.error
+    cap = c.metrics["calibration_rps"]
+    assert cap > 0 and c.metrics["target_rate"] == max(1.0, round(cap * 0.5, 1))
+    calib, measured = runfix.log_lines(env["calls"])
+    assert "--connections" in calib["argv"] and calib["argv"][calib["argv"].index("--connections") + 1] == "64"
+    assert float(measured["argv"][measured["argv"].index("--rate") + 1]) == c.metrics["target_rate"]
+
+
+def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_LOADGEN_CAPACITY", "300")  # above 300 req/s the fake reports p99 = 50 ms
+    res = go(env, ["py-ok"], ["cap"])
+    [c] = env["store"].cells(res.run_id)
+    assert c.status == "ok", c.error
+    steps = c.metrics["steps"]
+    assert [s["rate"] for s in steps] == [100, 200, 400]
+    assert [s["held"] for s in steps] == [True, True, False] and steps[-1]["p99_us"] == 50_000
+    assert c.metrics["capacity_target_rate"] == 200 and c.metrics["capacity_rps"] == 200
+    assert c.metrics["cpu_user_s"] + c.metrics["cpu_sys_s"] > 0
+
+
+def test_resume_runs_only_cells_not_done(env) -> None:
+    store = env["store"]
+    res = go(env, ["py-ok"], ["mini"])
+    cells = store.cells(res.run_id)
+    first = cells[0]
+    first.status, first.error = "failed", "pretend it crashed"
+    store.record_cell(res.run_id, first)
+    store.finish_run(res.run_id, "interrupted")
+    before = len(runfix.log_lines(env["calls"]))
+    again = run_matrix(store, RunOptions(), resume=res.run_id, manifests=[env["servers"]["py-ok"]],
+                       workloads=[env["workloads"]["mini"]], console=Console(file=open("/dev/null", "w")),
+                       progress=False)
+    new_calls = runfix.log_lines(env["calls"])[before:]
+    assert len(new_calls) == 2  # warm-up + measured run of the one failed cell
+    assert again.run_id == res.run_id and again.status == "finished"
+    assert [c.status for c in store.cells(res.run_id)] == ["ok", "ok"]
+    assert store.run(res.run_id).options["servers"] == ["py-ok"]
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_stops_the_server(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = runner.run_loadgen
+    calls = []
+
+    def interrupting(*a, **kw):
+        calls.append(1)
+        if len(calls) == 3:  # warm-up + measured of c=1 done; interrupt during c=2's warm-up
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner, "run_loadgen", interrupting)
+    res = go(env, ["py-ok"], ["mini"])
+    assert res.status == "interrupted" and env["store"].run(res.run_id).status == "interrupted"
+    assert [c.point for c in env["store"].cells(res.run_id)] == ["c=1"]
+    assert env["store"].done_keys(res.run_id) == {("py-ok", "mini", "c=1", 1)}
+    assert supervisor._LIVE == {}

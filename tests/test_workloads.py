@@ -1,0 +1,151 @@
+"""workloads.py: parsing, validation messages, sizes, includes, loadgen argument mapping."""
+from pathlib import Path
+
+import pytest
+
+from serverbench import paths
+from serverbench.workloads import (Point, WorkloadError, load_workload, load_workloads, parse_duration,
+                                   select)
+
+GOOD = """
+name = "{name}"
+description = "test"
+origin = "serverbench"
+path = "/json"
+[quick]
+warmup = "1s"
+[[quick.points]]
+label = "c=4"
+connections = 4
+duration = "2s"
+[full]
+[[full.points]]
+label = "c=4"
+connections = 4
+duration = "30s"
+"""
+
+
+def write(tmp: Path, name: str, text: str) -> Path:
+    f = tmp / f"{name}.toml"
+    f.write_text(text)
+    return f
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("10s") == 10.0
+    assert parse_duration("500ms") == 0.5
+    assert parse_duration("2m") == 120.0
+    assert parse_duration("1.5s") == 1.5
+    assert parse_duration(3) == 3.0
+    for bad in ("10", "ten s", "5 sec", "-1s", ""):
+        with pytest.raises(ValueError, match="bad duration"):
+            parse_duration(bad)
+
+
+def test_repo_workloads_are_valid_and_quick_set_is_small() -> None:
+    errors: list[str] = []
+    ws = load_workloads(paths.WORKLOADS, errors=errors)
+    assert errors == []
+    expected = {"deepu-ab", "deepu-ab-nosleep", "deepu-wrk", "deepu-drill", "prantl-wrk", "stressgrid",
+                "locust-users", "tfb-plaintext", "tfb-json", "sweep", "capacity", "latency-at-rate", "quick"}
+    assert expected <= set(ws)
+    for w in ws.values():
+        if w.includes:
+            continue
+        assert w.size(False).planned_seconds() <= 15, w.name  # ~10 s per server
+        assert w.size(True).planned_seconds() >= w.size(False).planned_seconds(), w.name
+        for p in w.size(True).points + w.size(False).points:
+            assert (p.users or 0) < 20000 and (p.connections or 0) < 20000  # open-files limit
+    quick = select(ws, ["quick"])
+    assert [w.name for w in quick] == ["prantl-wrk", "latency-at-rate", "stressgrid"]
+    assert sum(w.size(False).planned_seconds() for w in quick) <= 35
+    assert [p.connections for p in ws["sweep"].size(False).points] == [1, 4, 16, 64, 256, 1024]
+    assert ws["deepu-ab"].size(True).points[0].requests == 10000
+    assert ws["deepu-drill"].size(True).points[1].connections == 2000
+
+
+def test_size_picks_quick_or_full(tmp_path: Path) -> None:
+    w = load_workload(write(tmp_path, "a", GOOD.format(name="a")))
+    assert w.size(False).points[0].duration == "2s"
+    assert w.size(True).points[0].duration == "30s"
+    assert w.size(False).planned_seconds() == 3.0
+
+
+@pytest.mark.parametrize("patch, field, fix", [
+    (('duration = "2s"', 'duration = "2 sec"'), "quick.points.0.duration", "bad duration"),
+    (('connections = 4\nduration = "2s"', 'connections = 4'), "quick.points.0", "needs duration or requests"),
+    (('label = "c=4"\nconnections = 4\nduration = "2s"', 'label = "c=4"\nmode = "turbo"\nduration = "2s"'),
+     "quick.points.0.mode", "closed"),
+    (('origin = "serverbench"', 'origin = "serverbench"\ncolour = "red"'), "colour", "Extra inputs"),
+    (('[full]\n[[full.points]]\nlabel = "c=4"\nconnections = 4\nduration = "30s"\n', ''), "(top level)",
+     "needs both"),
+])
+def test_validation_errors_are_one_line_naming_file_and_field(tmp_path: Path, patch, field, fix) -> None:
+    text = GOOD.format(name="bad").replace(*patch)
+    assert text != GOOD.format(name="bad")
+    f = write(tmp_path, "bad", text)
+    with pytest.raises(WorkloadError) as e:
+        load_workload(f)
+    msg = str(e.value)
+    assert "\n" not in msg and str(f) in msg and field in msg and fix in msg
+
+
+def test_name_must_match_file_and_errors_collected(tmp_path: Path) -> None:
+    write(tmp_path, "good", GOOD.format(name="good"))
+    write(tmp_path, "other", GOOD.format(name="renamed"))
+    write(tmp_path, "broken", "name = [")
+    errors: list[str] = []
+    ws = load_workloads(tmp_path, errors=errors)
+    assert set(ws) == {"good"}
+    assert any("must equal the file name" in e for e in errors)
+    assert any("invalid TOML" in e for e in errors)
+    with pytest.raises(WorkloadError):
+        load_workloads(tmp_path)
+
+
+def test_includes(tmp_path: Path) -> None:
+    write(tmp_path, "a", GOOD.format(name="a"))
+    write(tmp_path, "b", GOOD.format(name="b"))
+    write(tmp_path, "set", 'name = "set"\ndescription = "x"\norigin = "o"\nincludes = ["b", "a"]\n')
+    ws = load_workloads(tmp_path)
+    assert [w.name for w in select(ws, ["set", "a"])] == ["b", "a"]
+    with pytest.raises(WorkloadError, match="only includes"):
+        ws["set"].size(False)
+    write(tmp_path, "set", 'name = "set"\ndescription = "x"\norigin = "o"\nincludes = ["nope"]\n')
+    errors: list[str] = []
+    assert "set" not in load_workloads(tmp_path, errors=errors)
+    assert "includes unknown workload 'nope'" in errors[0]
+
+
+def test_unknown_workload_names_known_ones(tmp_path: Path) -> None:
+    write(tmp_path, "a", GOOD.format(name="a"))
+    with pytest.raises(WorkloadError, match=r"unknown workload 'x'; known: a"):
+        select(load_workloads(tmp_path), ["x"])
+
+
+def test_loadgen_args_closed_open_sessions() -> None:
+    p = Point(label="x", connections=100, requests=2000, keepalive=False, pipeline=4)
+    assert p.loadgen_args("http://h:1/", "/tenth?ms=5") == [
+        "http://h:1/tenth?ms=5", "--connections", "100", "--requests", "2000", "--no-keepalive",
+        "--pipeline", "4"]
+    capped = Point(label="x", connections=100, requests=2000, time_limit="12s")
+    assert capped.loadgen_args("http://h:1", "/")[3:] == ["--requests", "2000", "--duration", "12s"]
+    assert capped.planned_seconds() == 12.0
+    o = Point(label="o", mode="open", rate="50%", duration="5s", path="/json", poisson=True)
+    assert o.rate_fraction == 0.5
+    with pytest.raises(ValueError, match="calibrated rate"):
+        o.loadgen_args("http://h:1", "/")
+    assert o.loadgen_args("http://h:1", "/", rate=1234.5) == [
+        "http://h:1/json", "--duration", "5s", "--rate", "1234.5", "--poisson"]
+    s = Point(label="s", mode="sessions", users=2000, ramp="10s", duration="10s", session_requests=100,
+              think="900ms", think_jitter=5, timeout="5s")
+    assert s.loadgen_args("http://h:1", "/d") == [
+        "http://h:1/d", "--duration", "10s", "--users", "2000", "--ramp", "10s", "--session-requests", "100",
+        "--think", "900ms", "--think-jitter", "5", "--timeout", "5s"]
+    with pytest.raises(ValueError, match="stepped by the runner"):
+        Point(label="c", mode="capacity", start_rate=10).loadgen_args("http://h:1", "/")
+    with pytest.raises(ValueError):
+        Point(label="c", mode="capacity", start_rate=10, step=1.0)
+    with pytest.raises(ValueError, match="percentage"):
+        Point(label="o", mode="open", rate="fifty", duration="1s")
