@@ -1,0 +1,99 @@
+"""CLI commands `report` and `compare` (registered on the main Typer app)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import paths
+
+console = Console()
+
+
+def _open_store(db: Path | None):
+    from .store import Store, StoreError
+
+    path = db or paths.DB_PATH
+    if not path.exists():
+        console.print(f"[red]no results database at {path}[/red]; run `serverbench run` first or pass --db")
+        raise typer.Exit(1)
+    try:
+        return Store(path)
+    except StoreError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from None
+
+
+def _fmt(x: float | None, spec: str = ",.0f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def report(run: Optional[int] = typer.Argument(None, help="run id (default: the latest run)"),
+           out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: results/reports)"),
+           db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
+    """Write the HTML, Markdown and CSV report of a run."""
+    from .report import write_report
+    from .store import StoreError
+
+    store = _open_store(db)
+    run_id = run if run is not None else store.latest_run_id()
+    if run_id is None:
+        console.print("[red]no runs in the database[/red]; run `serverbench run` first")
+        raise typer.Exit(1)
+    try:
+        result = write_report(store, run_id, out or paths.REPORTS)
+    except StoreError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from None
+    for p in (result.html, result.markdown, result.csv):
+        print(p)
+
+
+VERDICT_STYLE = {"regression": "red", "improvement": "green", "within noise": "dim"}
+
+
+def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
+                run_b: int = typer.Argument(..., help="run to compare with the baseline"),
+                db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
+    """Throughput and p99 of run B relative to run A, judged against the repetitions' noise."""
+    from .compare import MIN_EFFECT, compare
+    from .store import StoreError
+
+    store = _open_store(db)
+    try:
+        store.run(run_a), store.run(run_b)
+        rows = compare(store, run_a, run_b)
+    except StoreError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from None
+    t = Table(title=f"run {run_b} vs run {run_a}", caption=(
+        "significant = min–max ranges apart and |B/A−1| > max(2×CV, "
+        f"{MIN_EFFECT:.0%}); throughput is capacity req/s for capacity points"))
+    for col in ("server", "workload", "point"):
+        t.add_column(col)
+    for col in ("req/s A", "req/s B", "B/A", "p99 A", "p99 B", "p99 B/A"):
+        t.add_column(col, justify="right")
+    t.add_column("verdict")
+    for r in rows:
+        p99_style = VERDICT_STYLE.get(r.p99_verdict or "", "")
+        p99_ratio = _fmt(r.p99_ratio, ".3f")
+        t.add_row(r.server, r.workload, r.point,
+                  _fmt(r.a.median if r.a else None), _fmt(r.b.median if r.b else None), _fmt(r.ratio, ".3f"),
+                  _fmt(r.p99_a.median / 1000 if r.p99_a else None, ".3g") + " ms" if r.p99_a else "—",
+                  _fmt(r.p99_b.median / 1000 if r.p99_b else None, ".3g") + " ms" if r.p99_b else "—",
+                  f"[{p99_style}]{p99_ratio}[/]" if p99_style else p99_ratio,
+                  r.verdict, style=VERDICT_STYLE.get(r.verdict, "yellow"))
+    console.print(t)
+    regressions = sum(r.verdict == "regression" for r in rows)
+    improvements = sum(r.verdict == "improvement" for r in rows)
+    console.print(f"{regressions} regressions, {improvements} improvements, "
+                  f"{len(rows) - regressions - improvements} other rows")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `report` and `compare` to the main app."""
+    app.command("report")(report)
+    app.command("compare")(compare_cmd)
