@@ -54,9 +54,10 @@ class Styles:
 
 
 def _layout(fig: go.Figure, title: str, height: int = 380, **kw: Any) -> go.Figure:
+    margin = {"l": 70, "r": 20, "t": 50, "b": 60, **kw.pop("margin", {})}
     fig.update_layout(template="plotly_white", title={"text": title, "x": 0, "xanchor": "left",
                                                       "font": {"size": 15}},
-                      height=height, margin={"l": 70, "r": 20, "t": 50, "b": 60},
+                      height=height, margin=margin,
                       font={"family": FONT, "size": 12}, hoverlabel={"font": {"family": FONT}},
                       legend={"groupclick": "toggleitem"}, **kw)
     return fig
@@ -157,7 +158,7 @@ def resources_chart(groups: list[Group], title: str) -> go.Figure:
                 hovertemplate="%{x}: %{y:.1f} MiB<extra></extra>")
     fig.update_yaxes(title_text="seconds", row=1, col=1)
     fig.update_yaxes(title_text="MiB", row=1, col=2)
-    return _layout(fig, title, barmode="stack")
+    return _layout(fig, title, barmode="stack", margin={"t": 80})
 
 
 def errors_chart(groups: list[Group], title: str) -> go.Figure:
@@ -208,7 +209,7 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
         fig.update_xaxes(type="category", title_text="point")
     p99s = [_ms(g.latency["p99"]) for pt in wl.points for g in pt.measured]
     fig.update_yaxes(type="log", row=1, col=2, **log_ticks(p99s))
-    return _layout(fig, f"{wl.name}: concurrency sweep", height=720)
+    return _layout(fig, f"{wl.name}: concurrency sweep", height=740, margin={"t": 80})
 
 
 def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
@@ -279,7 +280,7 @@ def timeline_chart(wl: WorkloadData, pt: PointData, styles: Styles) -> go.Figure
                         hovertemplate=f"{g.server} t=%{{x}} s: %{{y:,}} active<extra></extra>")
     fig.update_yaxes(type="log", row=2, col=1, **log_ticks(p90s))
     fig.update_xaxes(title_text="time (s)", row=4, col=1)
-    return _layout(fig, f"{wl.name} {pt.label}: over time", height=760)
+    return _layout(fig, f"{wl.name} {pt.label}: over time", height=780, margin={"t": 80})
 
 
 # -- HTML pieces ----------------------------------------------------------------------------------

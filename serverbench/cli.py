@@ -56,27 +56,27 @@ def _yes(flag: bool | None) -> str:
     return "[green]yes[/]" if flag else "[red]no[/]"
 
 
-def _verdicts(ids: list[str]) -> dict[str, bool | None]:
-    """Conformance verdicts from the store; None per id when the store can't tell yet."""
+def _verified(ms: list[Manifest]) -> dict[str, str]:
+    """Conformance column per server: yes / no / stale (code changed since) / ? (no store yet)."""
     try:
         from serverbench.store import Store
 
         store = Store(paths.DB_PATH)
-        out: dict[str, bool | None] = {}
-        for i in ids:
-            v = store.verdict(i)
-            # accept a bool, None, or a record with a `passed` attribute/key
-            if isinstance(v, dict):
-                v = v.get("passed")
-            elif v is not None and not isinstance(v, bool):
-                v = getattr(v, "passed", v)
-            out[i] = None if v is None else bool(v)
+        out: dict[str, str] = {}
+        for m in ms:
+            v = store.verdict(m.id)
+            if v is None:
+                out[m.id] = "–"
+            elif getattr(v, "folder_hash", None) not in (None, build_mod.folder_hash(m)):
+                out[m.id] = "[yellow]stale[/]"
+            else:
+                out[m.id] = _yes(bool(getattr(v, "passed", v)))
         close = getattr(store, "close", None)
         if callable(close):
             close()
         return out
     except (ImportError, AttributeError):
-        return {i: None for i in ids}
+        return {m.id: "?" for m in ms}
 
 
 @app.command()
@@ -117,13 +117,13 @@ def list_servers() -> None:
     """List the contestants: language, concurrency model, and whether available, built, verified."""
     cat = load_catalog_warn()
     ms = select(cat, None)
-    verdicts = _verdicts([m.id for m in ms])
+    verified = _verified(ms)
     table = Table(title=f"{len(ms)} servers")
     for col in ("id", "language", "model", "framework", "available here", "built", "verified"):
         table.add_column(col, overflow="fold")
     for m, a in zip(ms, doctor_mod.check_all(ms)):
         table.add_row(m.id, m.language, m.model, m.framework, _yes(a.available),
-                      _yes(build_mod.is_built(m)), _yes(verdicts.get(m.id)))
+                      _yes(build_mod.is_built(m)), verified[m.id])
     console.print(table)
 
 

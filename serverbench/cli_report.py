@@ -59,7 +59,7 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
                 run_b: int = typer.Argument(..., help="run to compare with the baseline"),
                 db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """Throughput and p99 of run B relative to run A, judged against the repetitions' noise."""
-    from .compare import MIN_EFFECT, compare
+    from .compare import ASSUMED_CV, MIN_EFFECT, compare
     from .store import StoreError
 
     store = _open_store(db)
@@ -71,7 +71,8 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
         raise typer.Exit(1) from None
     t = Table(title=f"run {run_b} vs run {run_a}", caption=(
         "significant = min–max ranges apart and |B/A−1| > max(2×CV, "
-        f"{MIN_EFFECT:.0%}); throughput is capacity req/s for capacity points"))
+        f"{MIN_EFFECT:.0%}); one repetition counts as CV {ASSUMED_CV:.0%}; "
+        "capacity points compare capacity req/s"))
     for col in ("server", "workload", "point"):
         t.add_column(col)
     for col in ("req/s A", "req/s B", "B/A", "p99 A", "p99 B", "p99 B/A"):

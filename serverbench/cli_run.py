@@ -220,7 +220,7 @@ def results_cmd(db: Optional[Path] = typer.Option(None, "--db", help="Results da
         return
     t = Table(header_style="bold")
     for c in ("run", "started", "status", "ok", "failed", "skipped", "servers", "workloads", "repeat"):
-        t.add_column(c)
+        t.add_column(c, no_wrap=c not in ("servers", "workloads"))
     for r in rows:
         o = r.options
         colour = {"finished": "green", "interrupted": "yellow", "running": "cyan"}.get(r.status, "red")

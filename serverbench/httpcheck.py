@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import socket
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 DEFAULT_TIMEOUT = 5.0
 MAX_HEAD = 64 * 1024  # a response header block larger than this is treated as garbage
@@ -114,7 +114,7 @@ class Conn:
         self.host, self.port, self.timeout = host, port, timeout
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
-        except socket.timeout as e:
+        except TimeoutError as e:
             raise ReadTimeout(f"connect to {host}:{port} timed out after {timeout:g} s") from e
         except OSError as e:
             raise PeerClosed(f"connect to {host}:{port} failed: {e.strerror or e}") from e
@@ -128,7 +128,7 @@ class Conn:
         self.sock.settimeout(self.timeout)
         try:
             self.sock.sendall(data)
-        except socket.timeout as e:
+        except TimeoutError as e:
             raise ReadTimeout(f"send of {len(data)} B timed out (server not reading)") from e
         except OSError as e:
             raise PeerClosed(f"send failed: {e.strerror or e}") from e
@@ -149,7 +149,7 @@ class Conn:
         self.sock.settimeout(left)
         try:
             data = self.sock.recv(65536)
-        except socket.timeout as e:
+        except TimeoutError as e:
             raise ReadTimeout(f"timed out waiting for {waiting_for} ({len(self.buf)} B buffered)") from e
         except ConnectionResetError:
             data = b""
@@ -301,7 +301,7 @@ class Conn:
         except OSError:
             pass
 
-    def __enter__(self) -> "Conn":
+    def __enter__(self) -> Conn:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -219,3 +219,53 @@ def test_ctrl_c_marks_the_run_interrupted_and_stops_the_server(env, monkeypatch:
     assert [c.point for c in env["store"].cells(res.run_id)] == ["c=1"]
     assert env["store"].done_keys(res.run_id) == {("py-ok", "mini", "c=1", 1)}
     assert supervisor._LIVE == {}
+
+
+def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverbench import build
+    from serverbench import verify as vf
+    from serverbench.cli_run import verify_servers
+    seen = {}
+
+    def fake_verify(url, m, *, workers, pid):  # the real checks are tested in test_verify.py
+        seen.update(url=url, workers=workers, pid=pid)
+        return [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404")]
+
+    monkeypatch.setattr(vf, "verify", fake_verify)
+    m = env["servers"]["py-ok"]
+    passed, failed = verify_servers([m], env["store"], server_cpus=[0], allow_unavailable=False,
+                                    out=Console(file=open("/dev/null", "w")))
+    assert (passed, failed) == ([], ["py-ok"])
+    assert seen["url"].startswith("http://127.0.0.1:") and seen["workers"] == 1 and seen["pid"] > 0
+    v = env["store"].verdict("py-ok")
+    assert not v.passed and v.folder_hash == build.folder_hash(m)
+    assert [(c["name"], c["passed"]) for c in v.checks] == [("root", True), ("file", False), ("sigterm", True)]
+    # a failed verdict keeps the server out of runs, naming the failed check
+    res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
+    assert "failed verification (file)" in env["store"].cells(res.run_id)[0].error
+
+
+def test_cli_results_export_and_errors(env, tmp_path: Path) -> None:
+    import csv
+    import json
+    from typer.testing import CliRunner
+    from serverbench.cli import app
+    res = go(env, ["py-ok"], ["mini"])
+    db = str(env["store"].path)
+    cli = CliRunner()
+    out = cli.invoke(app, ["results", "--db", db])
+    assert out.exit_code == 0 and "finished" in out.output and "py-ok" in out.output
+    out = cli.invoke(app, ["export", str(res.run_id), "--format", "json", "--db", db])
+    data = json.loads(out.stdout)
+    assert data["run"]["id"] == res.run_id and len(data["cells"]) == 2
+    assert data["cells"][0]["loadgen"]["schema"] == "loadgen/1"
+    f = tmp_path / "x.csv"
+    out = cli.invoke(app, ["export", "latest", "--format", "csv", "--out", str(f), "--db", db])
+    rows = list(csv.DictReader(f.open()))
+    assert out.exit_code == 0 and [r["point"] for r in rows] == ["c=1", "c=2"] and float(rows[0]["rps"]) > 0
+    out = cli.invoke(app, ["export", "42", "--db", db])
+    assert out.exit_code == 2 and "no run 42" in out.output
+    out = cli.invoke(app, ["run", "-w", "nope", "--db", db])
+    assert out.exit_code == 2 and "unknown workload 'nope'; known:" in out.output
+    out = cli.invoke(app, ["workloads"])
+    assert out.exit_code == 0 and "stressgrid" in out.output

@@ -8,9 +8,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
 
 import pytest
 
@@ -125,6 +126,12 @@ def test_unrelated_checks_pass_without_keepalive(server: Callable[..., Running])
     srv = server("no-keepalive")
     res = by_name(verify(srv.url, only=["root", "json", "tenth", "delay", "echo", "keepalive", "pipeline"]))
     assert [n for n, r in res.items() if not r.passed] == ["keepalive", "pipeline"]
+
+
+def test_content_type_bug_stays_in_its_check(server: Callable[..., Running]) -> None:
+    srv = server("wrong-json")
+    res = by_name(verify(srv.url, only=["json", "keepalive", "pipeline"]))
+    assert [n for n, r in res.items() if not r.passed] == ["json"]
 
 
 def test_wrong_file_content_fails(server: Callable[..., Running], tmp_path: Path) -> None:

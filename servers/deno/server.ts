@@ -7,10 +7,10 @@ const xs = new Uint8Array(MAX_BODY).fill(0x78); // /delay bodies are views of th
 let counter = 0; // single-threaded: increments never interleave
 
 // String and Uint8Array bodies get a Content-Length from Deno (not chunked framing).
-function send(status: number, type: string, body: BodyInit, close = false): Response {
-  const headers: Record<string, string> = { "content-type": type };
-  if (close) headers["connection"] = "close";
-  return new Response(body, { status, headers });
+// No "connection: close" on refusals: Deno.serve would send the header but not act on
+// it; it drains an unread request body itself, so the next request is never misread.
+function send(status: number, type: string, body: BodyInit): Response {
+  return new Response(body, { status, headers: { "content-type": type } });
 }
 
 const badRequest = () => send(400, "text/plain", "Bad Request");
@@ -28,18 +28,18 @@ function intParam(params: URLSearchParams, key: string, hi: number, def: number)
 async function echo(req: Request): Promise<Response> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > MAX_BODY) {
-    return send(413, "text/plain", "Content Too Large", true);
+    return send(413, "text/plain", "Content Too Large");
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for await (const chunk of req.body ?? []) {
       size += chunk.length;
-      if (size > MAX_BODY) return send(413, "text/plain", "Content Too Large", true);
+      if (size > MAX_BODY) return send(413, "text/plain", "Content Too Large");
       chunks.push(chunk);
     }
   } catch {
-    return send(400, "text/plain", "Bad Request", true); // body framing broke mid-way
+    return badRequest(); // body framing broke mid-way
   }
   const body = new Uint8Array(size);
   let off = 0;

@@ -161,6 +161,13 @@ func readHead(r *bufio.Reader) (*request, error) {
 		}
 		return nil, errBad{400}
 	}
+	if _, rest, ok := strings.Cut(req.target, "://"); ok && !strings.HasPrefix(req.target, "/") {
+		// absolute-form (RFC 9112 §3.2.2): only the path and query matter here
+		req.target = "/"
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			req.target = rest[i:]
+		}
+	}
 	if !strings.HasPrefix(req.target, "/") {
 		return nil, errBad{400}
 	}

@@ -59,8 +59,17 @@ function handle(req, res) {
   // A malformed body makes Node's parser fail: its clientError handling answers 400
   // and destroys the socket; the request stream then errors, which we ignore here.
   req.on('error', () => {});
-  const q = req.url.indexOf('?');
-  const pathname = q < 0 ? req.url : req.url.slice(0, q);
+  let target = req.url;
+  if (target[0] !== '/') { // absolute-form (RFC 9112 §3.2.2): keep path and query
+    try {
+      const u = new URL(target);
+      target = u.pathname + u.search;
+    } catch {
+      return badRequest(res);
+    }
+  }
+  const q = target.indexOf('?');
+  const pathname = q < 0 ? target : target.slice(0, q);
   const get = req.method === 'GET' || req.method === 'HEAD';
 
   switch (pathname) {
@@ -85,7 +94,7 @@ function handle(req, res) {
   }
   // A GET may carry a body; drain it so the next request on the connection parses.
   req.resume();
-  const params = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
+  const params = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
 
   switch (pathname) {
     case '/':

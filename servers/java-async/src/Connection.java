@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 final class Connection {
     private static final int MAX_BATCH = 256 * 1024;   // answered-but-unwritten bytes before we write
 
+    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
+
     private final AsynchronousSocketChannel ch;
     private final ScheduledExecutorService timer;
     private final RequestParser parser = new RequestParser();
@@ -64,6 +66,10 @@ final class Connection {
                 return;
             }
             if (req == null) {   // need more bytes: send what we have, then read
+                if (parser.takeContinue()) {
+                    out.add(ByteBuffer.wrap(CONTINUE));
+                    outBytes += CONTINUE.length;
+                }
                 writeThen(this::read);
                 return;
             }

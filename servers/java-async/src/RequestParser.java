@@ -41,6 +41,7 @@ final class RequestParser {
     private ByteArrayOutputStream chunks;
     private long chunkLeft;
     private int trailerBudget;
+    private boolean continuePending;   // client sent "Expect: 100-continue" and waits for it
 
     /** The buffer to read into: unconsumed bytes moved to the front, room guaranteed. */
     ByteBuffer bufferForRead() {
@@ -60,6 +61,13 @@ final class RequestParser {
             buf = bigger;
         }
         return buf;
+    }
+
+    /** Whether to send "100 Continue" now (once per request). */
+    boolean takeContinue() {
+        boolean c = continuePending;
+        continuePending = false;
+        return c;
     }
 
     /** Bytes received but not yet consumed (e.g. pipelined requests behind a "close"). */
@@ -208,7 +216,7 @@ final class RequestParser {
         else throw new HttpError(400, "Bad Request");
 
         long length = -1;
-        boolean chunked = false, hasTE = false, closeToken = false, keepAliveToken = false;
+        boolean chunked = false, hasTE = false, closeToken = false, keepAliveToken = false, expectContinue = false;
         // lines ends with the two empty strings around the final LF
         for (int i = 1; i < lines.length && !lines[i].isEmpty(); i++) {
             String h = lines[i];
@@ -229,6 +237,8 @@ final class RequestParser {
                     if (tok.equalsIgnoreCase("close")) closeToken = true;
                     else if (tok.equalsIgnoreCase("keep-alive")) keepAliveToken = true;
                 }
+            } else if (name.equalsIgnoreCase("Expect")) {
+                expectContinue = value.equalsIgnoreCase("100-continue");
             }
         }
         // Ambiguous framing is how requests get smuggled: refuse it and close.
@@ -243,6 +253,7 @@ final class RequestParser {
         boolean keepAlive = !closeToken && (!http10 || keepAliveToken);
         head = new Request(method, path, query, http10, keepAlive, null);
 
+        continuePending = expectContinue && !http10 && (chunked || length > 0);
         if (chunked) {
             chunks = new ByteArrayOutputStream();
             state = State.CHUNK_SIZE;

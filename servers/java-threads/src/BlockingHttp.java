@@ -114,7 +114,7 @@ final class BlockingHttp implements Runnable {
         else throw new HttpError(400, "Bad Request");
 
         long contentLength = -1;
-        boolean chunked = false, hasTE = false, closeToken = false, keepAliveToken = false;
+        boolean chunked = false, hasTE = false, closeToken = false, keepAliveToken = false, expectContinue = false;
         String h;
         while (!(h = readLine(false)).isEmpty()) {
             int colon = h.indexOf(':');
@@ -134,11 +134,17 @@ final class BlockingHttp implements Runnable {
                     if (tok.equalsIgnoreCase("close")) closeToken = true;
                     else if (tok.equalsIgnoreCase("keep-alive")) keepAliveToken = true;
                 }
+            } else if (name.equalsIgnoreCase("Expect")) {
+                expectContinue = value.equalsIgnoreCase("100-continue");
             }
         }
         // Ambiguous framing is how requests get smuggled: refuse it and close.
         if (hasTE && (!chunked || contentLength >= 0 || http10)) throw new HttpError(400, "Bad Request");
         if (contentLength > MAX_BODY) throw new HttpError(413, "Payload Too Large");
+        if (expectContinue && !http10 && (chunked || contentLength > 0)) {   // client waits for this before sending the body
+            write(CONTINUE, 0, CONTINUE.length);
+            flush();
+        }
 
         byte[] body = chunked ? readChunked() : readFully((int) Math.max(contentLength, 0));
         // HTTP/1.1 is persistent unless "close"; HTTP/1.0 only with "keep-alive".
@@ -207,6 +213,7 @@ final class BlockingHttp implements Runnable {
     }
 
     private static final byte[] HELLO = bytes("Hello, World!");
+    private static final byte[] CONTINUE = bytes("HTTP/1.1 100 Continue\r\n\r\n");
 
     private boolean notAllowed(String allow) throws IOException {
         respond(405, "text/plain", bytes("Method Not Allowed"), 0, -1, "\r\nAllow: " + allow);

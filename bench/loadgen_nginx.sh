@@ -1,0 +1,57 @@
+# Sourced by the loadgen benchmarks: a throw-away nginx that answers
+# `return 200 "Hello, World!"`, with its own prefix under a temp dir, pinned
+# with taskset, and stopped by PID when the calling script exits.
+#   nginx_start PORT CPU   -> sets NGINX_PID, NGINX_DIR
+#   nginx_stop
+
+nginx_start() {
+    local port=$1 cpu=$2
+    command -v nginx >/dev/null || { echo "nginx not found: apt-get install nginx" >&2; exit 1; }
+    NGINX_DIR=$(mktemp -d /tmp/loadgen-nginx.XXXXXX)
+    mkdir -p "$NGINX_DIR/logs"
+    cat >"$NGINX_DIR/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/logs/error.log warn;
+worker_rlimit_nofile 20000;
+events { worker_connections 16000; multi_accept on; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 600s;
+    client_body_temp_path $NGINX_DIR/tmp_body;
+    proxy_temp_path $NGINX_DIR/tmp_proxy;
+    fastcgi_temp_path $NGINX_DIR/tmp_fcgi;
+    uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
+    scgi_temp_path $NGINX_DIR/tmp_scgi;
+    server {
+        listen 127.0.0.1:$port backlog=16384;
+        location / { default_type text/plain; return 200 "Hello, World!"; }
+    }
+}
+CONF
+    taskset -c "$cpu" nginx -p "$NGINX_DIR" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx.conf" &
+    NGINX_PID=$!
+    trap nginx_stop EXIT INT TERM
+    for _ in $(seq 1 50); do
+        if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null || \
+           (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "nginx did not start on port $port; see $NGINX_DIR/logs/error.log" >&2
+    cat "$NGINX_DIR/logs/error.log" >&2
+    exit 1
+}
+
+nginx_stop() {
+    if [ -n "${NGINX_PID:-}" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+        kill "$NGINX_PID"   # the master stops its worker
+        wait "$NGINX_PID" 2>/dev/null || true
+    fi
+    NGINX_PID=
+    [ -n "${NGINX_DIR:-}" ] && rm -rf "$NGINX_DIR"
+    NGINX_DIR=
+}

@@ -1,0 +1,137 @@
+//! Tiny HTTP servers for the integration tests, on ports picked by binding 0.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+pub struct Counters {
+    pub accepted: AtomicUsize,
+    pub requests: AtomicUsize,
+    /// most requests seen waiting at once on one connection
+    pub max_queued: AtomicUsize,
+    pub conn_close_headers: AtomicUsize,
+}
+
+pub struct TestServer {
+    pub port: u16,
+    pub counters: Arc<Counters>,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// Start a server; `handler` runs on its own thread for each connection.
+pub fn serve<F>(handler: F) -> TestServer
+where
+    F: Fn(TcpStream, &Counters) + Send + Sync + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let port = listener.local_addr().unwrap().port();
+    let counters = Arc::new(Counters::default());
+    let handler = Arc::new(handler);
+    let c = counters.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { continue };
+            c.accepted.fetch_add(1, Ordering::SeqCst);
+            let (h, c) = (handler.clone(), c.clone());
+            std::thread::spawn(move || h(s, &c));
+        }
+    });
+    TestServer { port, counters }
+}
+
+/// Buffered request reader: returns complete request heads (GET, no body).
+pub struct Requests {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Requests {
+    pub fn new(stream: TcpStream) -> Requests {
+        Requests { stream, buf: Vec::new() }
+    }
+
+    /// Heads already buffered, without reading.
+    fn buffered(&self) -> usize {
+        self.buf.windows(4).filter(|w| w == b"\r\n\r\n").count()
+    }
+
+    /// Next request head, or None at EOF/error.
+    pub fn next(&mut self, c: &Counters) -> Option<String> {
+        loop {
+            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let queued = self.buffered();
+                c.max_queued.fetch_max(queued, Ordering::SeqCst);
+                let head: Vec<u8> = self.buf.drain(..i + 4).collect();
+                let head = String::from_utf8_lossy(&head).to_string();
+                c.requests.fetch_add(1, Ordering::SeqCst);
+                if head.to_ascii_lowercase().contains("connection: close") {
+                    c.conn_close_headers.fetch_add(1, Ordering::SeqCst);
+                }
+                return Some(head);
+            }
+            let mut tmp = [0u8; 4096];
+            match self.stream.read(&mut tmp) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+            }
+        }
+    }
+}
+
+pub fn ok_response(body: &str) -> Vec<u8> {
+    format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// A keep-alive server answering every request with 200 "Hello, World!".
+pub fn hello_server() -> TestServer {
+    serve(|s, c| {
+        let mut r = Requests::new(s);
+        while let Some(head) = r.next(c) {
+            let close = head.to_ascii_lowercase().contains("connection: close");
+            if r.stream.write_all(&ok_response("Hello, World!")).is_err() || close {
+                return;
+            }
+        }
+    })
+}
+
+pub struct Outcome {
+    pub json: serde_json::Value,
+    pub wall: Duration,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Outcome {
+    pub fn summary(&self, key: &str) -> u64 {
+        self.json["summary"][key].as_u64().unwrap_or_else(|| panic!("summary.{key} missing: {}", self.stderr))
+    }
+    pub fn errors(&self, class: &str) -> u64 {
+        self.json["error_classes"][class].as_u64().unwrap()
+    }
+}
+
+/// Run the loadgen binary with `--json - --quiet` and parse its JSON.
+pub fn loadgen(args: &[&str]) -> Outcome {
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .args(["--json", "-", "--quiet"])
+        .output()
+        .expect("run loadgen");
+    let wall = t.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("loadgen JSON unreadable ({e}); stderr: {stderr}"));
+    Outcome { json, wall, stderr, code: out.status.code().unwrap_or(-1) }
+}

@@ -1,0 +1,163 @@
+"""Toolchain checks, install planning, and the lifecycle CLI commands."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rich.console import Console
+
+from serverbench import cli, doctor, paths
+from serverbench.catalog import load_catalog
+from serverbench.cli import app
+from serverbench.install import install_missing, link_npm_bins
+
+from conftest import write_manifest
+
+
+@pytest.fixture(autouse=True)
+def fresh_version_cache():
+    doctor.clear_cache()
+    yield
+    doctor.clear_cache()
+
+
+def load(root: Path, sid: str):
+    return load_catalog(root).servers[sid]
+
+
+def test_available_with_version(servers_root, sandbox_paths) -> None:
+    write_manifest(servers_root, "py", requires=["sh"], version="echo 'Toolchain 1.2.3'; echo more")
+    a = doctor.check(load(servers_root, "py"))
+    assert (a.id, a.available, a.missing, a.version) == ("py", True, [], "Toolchain 1.2.3")
+    assert a.install_hint is None and a.reason is None
+
+
+def test_missing_tool_gives_install_hint(servers_root, sandbox_paths) -> None:
+    write_manifest(servers_root, "deno", requires=["sh", "serverbench-no-such-deno"],
+                   install={"apt": ["nodejs"], "npm": ["deno@2.5.6"]})
+    a = doctor.check(load(servers_root, "deno"))
+    assert not a.available and a.missing == ["serverbench-no-such-deno"] and a.version is None
+    assert "apt-get install -y nodejs" in a.install_hint
+    assert "npm install --prefix .tools deno@2.5.6" in a.install_hint
+    assert a.reason == "missing executables: serverbench-no-such-deno"
+
+
+def test_tools_bin_is_searched_first(servers_root, sandbox_paths) -> None:
+    paths.TOOLS_BIN.mkdir(parents=True)
+    tool = paths.TOOLS_BIN / "sbtool"
+    tool.write_text("#!/bin/sh\necho sbtool 9.9\n")
+    tool.chmod(0o755)
+    write_manifest(servers_root, "t", requires=["sbtool"], version="sbtool --version")
+    a = doctor.check(load(servers_root, "t"))
+    assert a.available and a.version == "sbtool 9.9"
+
+
+def test_version_on_stderr_failure_and_cache(servers_root, sandbox_paths, tmp_path) -> None:
+    write_manifest(servers_root, "java", version="echo 'openjdk 17.0.1' >&2")
+    assert doctor.check(load(servers_root, "java")).version == "openjdk 17.0.1"
+
+    write_manifest(servers_root, "bad", version="echo nope >&2; exit 4")
+    a = doctor.check(load(servers_root, "bad"))
+    assert a.available and a.version is None
+    assert "failed with exit code 4: nope" in a.reason
+
+    counter = tmp_path / "calls"
+    write_manifest(servers_root, "cached", version=f"echo x >> '{counter}'; echo v1")
+    m = load(servers_root, "cached")
+    assert [doctor.check(m).version for _ in range(3)] == ["v1"] * 3
+    assert counter.read_text().count("x") == 1, "version runs once per process"
+
+
+def test_install_dry_run_plans_commands(servers_root, sandbox_paths) -> None:
+    write_manifest(servers_root, "have", requires=["sh"])
+    write_manifest(servers_root, "need", requires=["serverbench-no-such-bun"],
+                   install={"apt": ["unzip"], "npm": ["bun@1.2.0"]})
+    write_manifest(servers_root, "need2", requires=["serverbench-no-such-x"],
+                   install={"apt": ["unzip", "curl"]})
+    write_manifest(servers_root, "nohow", requires=["serverbench-no-such-y"])
+    cat = load_catalog(servers_root)
+    msgs = install_missing(list(cat.servers.values()), dry_run=True)
+    assert "would run: apt-get update" in msgs
+    assert "would run: apt-get install -y --no-install-recommends unzip curl" in msgs
+    assert f"would run: npm install --prefix {paths.TOOLS} --no-audit --no-fund bun@1.2.0" in msgs
+    assert any(m.startswith("nohow: missing serverbench-no-such-y and server.toml has no [install]")
+               for m in msgs)
+    assert install_missing([cat.servers["have"]], dry_run=True) == [
+        "every selected server's toolchain is already available"]
+
+
+def test_npm_bins_are_linked(sandbox_paths) -> None:
+    pkg_bin = paths.TOOLS / "node_modules" / "fakepkg" / "bin"
+    pkg_bin.mkdir(parents=True)
+    (pkg_bin / "fake").write_text("#!/bin/sh\necho fake 1.0\n")
+    (pkg_bin / "fake").chmod(0o755)
+    dot_bin = paths.TOOLS / "node_modules" / ".bin"
+    dot_bin.mkdir()
+    (dot_bin / "fake").symlink_to("../fakepkg/bin/fake")
+    assert link_npm_bins() == ["fake"]
+    assert link_npm_bins() == ["fake"], "relinking is idempotent"
+    linked = paths.TOOLS_BIN / "fake"
+    assert linked.is_symlink() and os.access(linked, os.X_OK)
+    assert linked.resolve() == (pkg_bin / "fake").resolve()
+
+
+# ------------------------------------------------------------------------------------ CLI
+@pytest.fixture
+def cli_catalog(servers_root, sandbox_paths, monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "SERVERS", servers_root)
+    # wide consoles so table cells are not folded mid-word
+    monkeypatch.setattr(cli, "console", Console(width=300))
+    monkeypatch.setattr(cli, "err_console", Console(width=300, stderr=True))
+    write_manifest(servers_root, "alpha", language="Lang-A", model="event-loop",
+                   build=f"echo building >> '{tmp_path / 'alpha-builds'}'")
+    write_manifest(servers_root, "beta", language="Lang-B", build="echo 'fatal: beta broke'; exit 2")
+    write_manifest(servers_root, "gamma", requires=["serverbench-no-such-gamma"],
+                   install={"npm": ["gamma@1.0.0"]})
+    write_manifest(servers_root, "broken", model="quantum")
+    return servers_root
+
+
+def run_cli(*args: str):
+    r = CliRunner().invoke(app, list(args))
+    return r, re.sub(r"\s+", " ", r.output)
+
+
+def test_cli_list_and_catalog_warnings(cli_catalog) -> None:
+    r, out = run_cli("list")
+    assert r.exit_code == 0, r.output
+    assert "warning: servers/broken/server.toml: field 'model': 'quantum' is not one of" in out
+    for sid in ("alpha", "beta", "gamma"):
+        assert sid in out
+    assert "event-loop" in out and "Lang-A" in out
+
+
+def test_cli_doctor(cli_catalog) -> None:
+    r, out = run_cli("doctor")
+    assert r.exit_code == 0, r.output
+    assert "gamma" in out and "serverbench-no-such-gamma" in out
+    assert "npm install --prefix .tools gamma@1.0.0" in out
+    assert "loadgen binary" in out and "taskset" in out
+
+
+def test_cli_build_exit_code_and_summary(cli_catalog, tmp_path) -> None:
+    r, out = run_cli("build")
+    assert r.exit_code == 1
+    assert "1 build(s) failed:" in out and "beta: build of 'beta' failed with exit code 2" in out
+    assert "skipped gamma:" in out
+    assert (tmp_path / "alpha-builds").read_text().count("building") == 1
+    r, out = run_cli("build", "alpha")
+    assert r.exit_code == 0 and "1 cached" in out
+    r, out = run_cli("build", "nosuch")
+    assert r.exit_code == 2 and "unknown server 'nosuch'; known: alpha, beta, gamma" in out
+
+
+def test_cli_install_dry_run_and_help(cli_catalog) -> None:
+    r, out = run_cli("install", "--dry-run", "gamma")
+    assert r.exit_code == 0 and "would run: npm install" in out and "gamma@1.0.0" in out
+    for cmd in ("doctor", "list", "build", "install"):
+        r, out = run_cli(cmd, "--help")
+        assert r.exit_code == 0 and "Usage" in out
