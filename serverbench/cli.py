@@ -6,6 +6,7 @@ run pipeline and the reports register theirs from `cli_run` / `cli_report`.
 from __future__ import annotations
 
 import importlib
+import os
 import resource
 import shutil
 from typing import Optional
@@ -24,8 +25,18 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-console = Console()
-err_console = Console(stderr=True)
+
+
+def _console(stderr: bool = False) -> Console:
+    """Rich console; 160 columns when not a terminal (CI logs) so tables don't fold."""
+    c = Console(stderr=stderr)
+    if not c.is_terminal and "COLUMNS" not in os.environ:
+        c = Console(stderr=stderr, width=160)
+    return c
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 IdsArg = typer.Argument(None, help="Server ids (folder names under servers/); default: all.",
                         show_default=False)

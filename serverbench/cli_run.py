@@ -120,6 +120,8 @@ def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids;
 
 # ------------------------------------------------------------------------------------ run
 def run_cmd(
+    run_id: Optional[int] = typer.Argument(None, metavar="[RUN_ID]", show_default=False,
+                                           help="With --resume: the run to continue (default: the latest)."),
     servers: Optional[list[str]] = typer.Option(None, "--servers", "-s",
                                                 help="Server ids (repeatable or comma-separated)."),
     workload: Optional[list[str]] = typer.Option(None, "--workload", "-w",
@@ -134,8 +136,8 @@ def run_cmd(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="$WORKERS for every server."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified",
                                           help="Also run servers that failed or never ran verify."),
-    resume: Optional[str] = typer.Option(None, "--resume", flag_value="latest", metavar="[RUN_ID]",
-                                         help="Continue an interrupted run (default: the latest)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Continue an interrupted run: `--resume [RUN_ID]`, its own options."),
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
 ) -> None:
     """Measure servers × workloads × repetitions and store every cell."""
@@ -143,16 +145,12 @@ def run_cmd(
     from .runner import DEFAULT_REPEAT, RunOptions, run_matrix
     from .workloads import parse_duration
     store = _store(db)
-    resume_id: int | None = None
-    if resume is not None:
-        if resume == "latest":
-            resume_id = store.latest_run_id()
-            if resume_id is None:
-                raise _fail(f"no run to resume in {store.path}")
-        elif resume.isdigit():
-            resume_id = int(resume)
-        else:
-            raise _fail(f"--resume {resume!r}: give a run id (see `serverbench results`)")
+    if run_id is not None and not resume:
+        raise _fail(f"RUN_ID {run_id} is only meaningful with --resume; use `serverbench run --resume {run_id}`")
+    if resume:
+        resume_id = run_id if run_id is not None else store.latest_run_id()
+        if resume_id is None:
+            raise _fail(f"no run to resume in {store.path}")
         from .store import StoreError
         try:
             store.run(resume_id)
