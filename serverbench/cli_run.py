@@ -217,15 +217,14 @@ def results_cmd(db: Optional[Path] = typer.Option(None, "--db", help="Results da
         console.print(f"no runs in {store.path} yet; start one with `serverbench run`")
         return
     t = Table(header_style="bold")
-    for c in ("run", "started", "status", "ok", "failed", "skipped", "servers", "workloads", "repeat"):
+    for c in ("run", "started (UTC)", "status", "ok/failed/skipped", "×", "workloads", "servers"):
         t.add_column(c, no_wrap=c not in ("servers", "workloads"))
     for r in rows:
         o = r.options
         colour = {"finished": "green", "interrupted": "yellow", "running": "cyan"}.get(r.status, "red")
-        t.add_row(str(r.id), r.started_at[:19].replace("T", " "), f"[{colour}]{r.status}[/]",
-                  str(r.cells_ok), str(r.cells_failed), str(r.cells_skipped),
-                  ", ".join(o.get("servers") or ["all"]), ", ".join(o.get("workloads") or []),
-                  str(o.get("repeat", "")))
+        t.add_row(str(r.id), r.started_at[:16].replace("T", " "), f"[{colour}]{r.status}[/]",
+                  f"{r.cells_ok}/{r.cells_failed}/{r.cells_skipped}", str(o.get("repeat", "")),
+                  ", ".join(o.get("workloads") or []), ", ".join(o.get("servers") or ["all"]))
     console.print(t)
 
 

@@ -122,7 +122,7 @@ def test_server_env(servers_root: Path, make_server, sandbox_paths: Path,
 def test_whole_catalog_noop_build_is_fast(servers_root: Path, make_server,
                                           sandbox_paths: Path) -> None:
     for i in range(12):
-        d = make_server(f"s{i:02d}", build="true")
+        d = make_server(f"s{i:02d}", build="true", version="echo 1")
         for j in range(30):
             (d / f"file{j}.txt").write_text("x" * 2000)
     ms = select(load_catalog(servers_root), None)

@@ -37,7 +37,7 @@ def burner():
 
 def test_child_cpu_is_counted_even_after_it_exits(burner) -> None:
     """The root sleeps; all CPU is its child's, which exits before stop()."""
-    p = burner("0.6")
+    p = burner("0.45")
     s = Sampler(p.pid).start()
     child_cpu = float(read_line(p).removeprefix("child_cpu="))
     assert read_line(p) == "done"  # the child has exited

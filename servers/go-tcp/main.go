@@ -88,8 +88,7 @@ func serve(c net.Conn) {
 		if err != nil {
 			var bad errBad
 			if errors.As(err, &bad) {
-				writeResponse(w, bad.status, "text/plain", []byte(statusText(bad.status)), false)
-				w.Flush()
+				refuse(w, bad.status)
 			}
 			return // EOF between requests, or a broken request: close
 		}
@@ -287,8 +286,7 @@ func handle(req *request, r *bufio.Reader, w *bufio.Writer) (bool, error) {
 	if err != nil {
 		var bad errBad
 		if errors.As(err, &bad) {
-			writeResponse(w, bad.status, "text/plain", []byte(statusText(bad.status)), false)
-			w.Flush()
+			refuse(w, bad.status)
 		}
 		return false, err
 	}
@@ -395,9 +393,12 @@ func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bo
 	w.WriteString("\r\n\r\n")
 }
 
-func writeResponse(w *bufio.Writer, status int, ctype string, body []byte, keep bool) {
-	writeHead(w, status, ctype, len(body), keep, false)
-	w.Write(body)
+// refuse answers a request that ends the connection (malformed, too large).
+func refuse(w *bufio.Writer, status int) {
+	text := statusText(status)
+	writeHead(w, status, "text/plain", len(text), false, false)
+	w.WriteString(text)
+	w.Flush()
 }
 
 func statusText(code int) string {

@@ -22,6 +22,8 @@ final class BlockingHttp implements Runnable {
     static final int MAX_HEAD = 16 * 1024;   // request line + headers (SPEC: accept 8 KiB)
     static final int MAX_BODY = 1 << 20;     // POST /echo limit
     static final byte[] XS = new byte[MAX_BODY];
+    static final byte[] HELLO = bytes("Hello, World!");
+    static final byte[] CONTINUE = bytes("HTTP/1.1 100 Continue\r\n\r\n");
     static final AtomicLong TENTH = new AtomicLong();
     static volatile Path helloFile;
 
@@ -41,10 +43,11 @@ final class BlockingHttp implements Runnable {
     private final Socket socket;
     private InputStream in;
     private OutputStream out;
-    // Our own read buffer: BufferedInputStream.read() is synchronized per byte.
-    private final byte[] rbuf = new byte[8192];
+    // Own small buffers (BufferedInputStream.read() is synchronized per byte);
+    // kept small because the threads model holds 10k connections.
+    private final byte[] rbuf = new byte[4096];
     private int rpos, rlim;
-    private final byte[] wbuf = new byte[16 * 1024];
+    private final byte[] wbuf = new byte[8192];
     private int wlen;
     private final StringBuilder line = new StringBuilder(128);
     private int headBudget;
@@ -211,9 +214,6 @@ final class BlockingHttp implements Runnable {
                 return keepAlive;
         }
     }
-
-    private static final byte[] HELLO = bytes("Hello, World!");
-    private static final byte[] CONTINUE = bytes("HTTP/1.1 100 Continue\r\n\r\n");
 
     private boolean notAllowed(String allow) throws IOException {
         respond(405, "text/plain", bytes("Method Not Allowed"), 0, -1, "\r\nAllow: " + allow);
