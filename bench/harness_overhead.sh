@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
-import os, statistics, sys, tempfile
+import atexit, os, shutil, statistics, sys, tempfile
 from pathlib import Path
 from rich.console import Console
 
@@ -19,6 +19,7 @@ from serverbench.store import Store
 
 TARGET_S = 1.5
 tmp = Path(tempfile.mkdtemp(prefix="serverbench-overhead-"))
+atexit.register(shutil.rmtree, tmp, True)
 if not paths.loadgen_binary().is_file():
     import runfix
     print(f"real loadgen not built ({paths.loadgen_binary()}); using the fake loadgen "

@@ -236,10 +236,11 @@ class Runner:
             m = cell.metrics
             p99 = m.get("p99_us")
             lat = f"p99 {p99 / 1000:.2f} ms" if isinstance(p99, (int, float)) else ""
-            cap = f"capacity {m['capacity_rps']:,.0f} rps  " if "capacity_rps" in m else ""
+            rate = (f"capacity {m['capacity_rps']:,.0f} rps" if "capacity_rps" in m
+                    else f"{(m.get('rps') or 0):,.0f} rps")
             warn = "  [yellow]client saturated[/]" if m.get("client_saturated") else ""
             errs = f"  [yellow]{m.get('errors')} errors[/]" if m.get("errors") else ""
-            self._say(f"[green]✓[/] {tag}: {cap}{(m.get('rps') or 0):,.0f} rps  {lat}{errs}{warn}")
+            self._say(f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}")
         elif cell.status == "failed":
             self._say(f"[red]✗[/] {tag}: {cell.error}")
         else:
@@ -410,10 +411,9 @@ def summarize_cells(cells: list[CellRecord]) -> list[SummaryRow]:
 
 def summary_table(rows: list[SummaryRow]) -> Table:
     t = Table(title="results across repetitions", header_style="bold")
-    for col, just in (("server", "left"), ("workload", "left"), ("point", "left"), ("n", "right"),
-                      ("rps median", "right"), ("± stdev", "right"), ("CV", "right"), ("min…max", "right"),
-                      ("p99 median", "right"), ("notes", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for col in ("server", "workload", "point", "n", "rps median", "± CV", "p99 median", "notes"):
+        right = col in ("n", "rps median", "± CV", "p99 median")
+        t.add_column(col, justify="right" if right else "left", no_wrap=col != "notes")
     for r in rows:
         notes = []
         if r.failed:
@@ -424,13 +424,13 @@ def summary_table(rows: list[SummaryRow]) -> Table:
             notes.append("[yellow]noisy[/]")
         if r.saturated:
             notes.append("[yellow]client saturated[/]")
+        p99 = f"{r.p99_us.median / 1000:.2f} ms" if r.p99_us else "–"
         if r.rps:
             s = r.rps
-            t.add_row(r.server, r.workload, r.point, str(s.n), f"{s.median:,.0f}", f"{s.stdev:,.0f}",
-                      f"{s.cv:.1%}", f"{s.min:,.0f}…{s.max:,.0f}",
-                      f"{r.p99_us.median / 1000:.2f} ms" if r.p99_us else "–", " ".join(notes))
+            cv = f"{s.cv:.1%}" if s.n > 1 else "–"
+            t.add_row(r.server, r.workload, r.point, str(s.n), f"{s.median:,.0f}", cv, p99, " ".join(notes))
         else:
-            t.add_row(r.server, r.workload, r.point, "0", "–", "–", "–", "–", "–", " ".join(notes))
+            t.add_row(r.server, r.workload, r.point, "0", "–", "–", "–", " ".join(notes))
     return t
 
 

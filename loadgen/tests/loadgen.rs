@@ -190,7 +190,18 @@ fn resets_and_garbage_are_classified() {
         let mut r = Requests::new(s);
         if r.next(c).is_some() {
             // SO_LINGER 0: close sends RST
-            let _ = r.stream.set_linger(Some(Duration::ZERO));
+            use std::os::fd::AsRawFd;
+            let l = libc::linger { l_onoff: 1, l_linger: 0 };
+            // SAFETY: setsockopt on a live socket with a correctly sized struct
+            unsafe {
+                libc::setsockopt(
+                    r.stream.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    &l as *const libc::linger as *const libc::c_void,
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                );
+            }
         }
     });
     let o = loadgen(&[&reset.url("/"), "-d", "1s", "-c", "2"]);
