@@ -6,6 +6,7 @@ the whole catalog costs only hashing.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -138,7 +139,6 @@ def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
 
     console = console or Console(stderr=True)
     results: list[BuildResult] = []
-    status_ctx = None
     for i, m in enumerate(ms, 1):
         t0 = time.monotonic()
         avail = doctor.check(m)
@@ -155,15 +155,10 @@ def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
                 console.print(f"[dim]·[/] {m.id}: up to date")
             continue
         log_path = paths.LOGS / f"build-{m.id}.log"
-        if progress:
-            status_ctx = console.status(f"building {m.id} ({i}/{len(ms)}) … log: {log_path}")
-            status_ctx.__enter__()
-        try:
+        spinner = (console.status(f"building {m.id} ({i}/{len(ms)}) … log: {log_path}")
+                   if progress else contextlib.nullcontext())
+        with spinner:
             ok, err = _build_one(m, log_path)
-        finally:
-            if status_ctx is not None:
-                status_ctx.__exit__(None, None, None)
-                status_ctx = None
         secs = time.monotonic() - t0
         if ok:
             paths.STAMPS.mkdir(parents=True, exist_ok=True)

@@ -169,8 +169,10 @@ def load_manifest(toml_path: Path, root: Path | None = None) -> Manifest:
     return m
 
 
-def load_catalog(root: Path = paths.SERVERS) -> Catalog:
-    """Load every `<root>/<id>/server.toml`; problems go to `.errors`, one line each."""
+def load_catalog(root: Path | None = None) -> Catalog:
+    """Load every `<root>/<id>/server.toml` (default: paths.SERVERS, read at call time);
+    problems go to `.errors`, one line each."""
+    root = paths.SERVERS if root is None else root
     cat = Catalog()
     if not root.is_dir():
         cat.errors.append(f"{root}: no such directory; fix: run from a serverbench checkout")

@@ -57,7 +57,8 @@ def selected(ids: Optional[list[str]]) -> list[Manifest]:
     try:
         return select(cat, ids)
     except CatalogError as e:
-        err_console.print(f"error: {e}", style="red", markup=False, highlight=False)
+        err_console.print(f"error: {e}", style="red", markup=False, highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -40,6 +40,10 @@ STOP_GRACE_S = 5.0
 PORT_RELEASE_S = 5.0
 POLL_S = 0.05
 _PR_SET_PDEATHSIG = 1
+try:  # loaded here, not in the forked child, where dlopen could deadlock on another thread's lock
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    _LIBC = None
 
 
 class ServerStartError(Exception):
@@ -170,13 +174,14 @@ def _child_setup(parent_pid: int) -> None:
         raise_nofile()
     except Exception:
         pass
+    if _LIBC is None:
+        return
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the harness died before prctl took effect
-            os._exit(1)
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     except Exception:
-        pass
+        return
+    if os.getppid() != parent_pid:  # the harness died before prctl took effect
+        os._exit(1)
 
 
 def _alive(p: psutil.Process) -> bool:

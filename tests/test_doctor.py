@@ -161,3 +161,44 @@ def test_cli_install_dry_run_and_help(cli_catalog) -> None:
     for cmd in ("doctor", "list", "build", "install"):
         r, out = run_cli(cmd, "--help")
         assert r.exit_code == 0 and "Usage" in out
+
+
+def test_install_as_non_root_only_prints(servers_root, sandbox_paths, monkeypatch) -> None:
+    monkeypatch.setattr(doctor, "is_root", lambda: False)
+    write_manifest(servers_root, "need", requires=["serverbench-no-such-x"],
+                   install={"apt": ["unzip"]})
+    msgs = install_missing(list(load_catalog(servers_root).servers.values()), dry_run=False)
+    assert "not root, skipped; run: sudo apt-get install -y --no-install-recommends unzip" in msgs
+
+
+def test_install_as_root_runs_apt_and_npm_and_links(servers_root, sandbox_paths, tmp_path,
+                                                    monkeypatch) -> None:
+    """Fake apt-get/npm on PATH record their calls; npm 'installs' the missing tool."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    calls = tmp_path / "calls"
+    (fake / "apt-get").write_text(f'#!/bin/sh\necho "apt-get $*" >> "{calls}"\n')
+    (fake / "npm").write_text(f"""#!/bin/sh
+echo "npm $*" >> "{calls}"
+prefix="$3"
+mkdir -p "$prefix/node_modules/sbfake/bin" "$prefix/node_modules/.bin"
+printf '#!/bin/sh\\necho sbfake 2.0\\n' > "$prefix/node_modules/sbfake/bin/sbfake"
+chmod +x "$prefix/node_modules/sbfake/bin/sbfake"
+ln -sf ../sbfake/bin/sbfake "$prefix/node_modules/.bin/sbfake"
+""")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(doctor, "is_root", lambda: True)
+    write_manifest(servers_root, "needs-sbfake", requires=["sbfake"], version="sbfake --version",
+                   install={"apt": ["unzip"], "npm": ["sbfake@2.0.0"]})
+    msgs = install_missing(list(load_catalog(servers_root).servers.values()), dry_run=False)
+    assert calls.read_text().splitlines() == [
+        "apt-get update",
+        "apt-get install -y --no-install-recommends unzip",
+        f"npm install --prefix {paths.TOOLS} --no-audit --no-fund sbfake@2.0.0",
+    ]
+    assert "installed Debian packages: unzip" in msgs
+    assert any("linked sbfake into" in m for m in msgs)
+    assert msgs[-1] == "needs-sbfake: now available (sbfake 2.0)"
+    assert (paths.LOGS / "install.log").is_file()

@@ -1,16 +1,19 @@
 """Process-tree sampling: CPU of children (also exited ones), RSS, threads, processes."""
 from __future__ import annotations
 
+import os
 import select
+import signal
 import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from serverbench.sampler import Sampler, Usage
 
-from conftest import LIFECYCLE
+from conftest import LIFECYCLE, wait_all_gone
 
 
 def read_line(p: subprocess.Popen, timeout: float = 30.0) -> str:
@@ -22,17 +25,23 @@ def read_line(p: subprocess.Popen, timeout: float = 30.0) -> str:
 @pytest.fixture
 def burner():
     procs: list[subprocess.Popen] = []
+    children: dict[int, list[int]] = {}
 
     def start(*args: str) -> subprocess.Popen:
         p = subprocess.Popen([sys.executable, str(LIFECYCLE / "burn.py"), *args],
-                             stdout=subprocess.PIPE)
+                             stdout=subprocess.PIPE, start_new_session=True)
         procs.append(p)
         assert read_line(p) == "started"
+        children[p.pid] = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
         return p
     yield start
-    for p in procs:  # the parent sleeps until killed; its child is gone or dies with it
-        p.kill()
+    for p in procs:  # kill the whole group: a burning child must not outlive the test
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         p.wait()
+        assert wait_all_gone(children[p.pid]) == []
 
 
 def test_child_cpu_is_counted_even_after_it_exits(burner) -> None:

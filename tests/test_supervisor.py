@@ -160,9 +160,10 @@ def test_stop_all_stops_registered_servers(servers_root, make_server, sandbox_pa
     cm.__exit__(None, None, None)  # stopping a stopped server is harmless
 
 
-def _start_harness(servers_root: Path, sid: str, log: Path) -> tuple[subprocess.Popen, dict]:
+def _start_harness(servers_root: Path, sid: str, log: Path,
+                   *extra: str) -> tuple[subprocess.Popen, dict]:
     h = subprocess.Popen([sys.executable, str(LIFECYCLE / "harness_child.py"), str(servers_root),
-                          sid, str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          sid, str(log), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          start_new_session=True)
     ready, _, _ = select.select([h.stdout], [], [], 30)
     if not ready:
@@ -175,10 +176,12 @@ def _start_harness(servers_root: Path, sid: str, log: Path) -> tuple[subprocess.
     return h, json.loads(line)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signalled_harness_leaves_no_orphan(servers_root, make_server, tmp_path, sig) -> None:
+@pytest.mark.parametrize("via", ["direct", "--via-cli"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signalled_harness_leaves_no_orphan(servers_root, make_server, tmp_path, sig, via) -> None:
     make_server("forky", run=fake_server_cmd("--fork-worker"))
-    h, info = _start_harness(servers_root, "forky", tmp_path / "forky.log")
+    h, info = _start_harness(servers_root, "forky", tmp_path / "forky.log",
+                             *([via] if via != "direct" else []))
     try:
         pids = [info["pids"]["pid"], *info["pids"]["workers"]]
         assert info["pid"] == pids[0] and all(alive(p) for p in pids)

@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn merge_is_exact() {
         let mut all = new_hist();
-        let mut parts = vec![new_hist(), new_hist(), new_hist()];
+        let mut parts = [new_hist(), new_hist(), new_hist()];
         let mut x: u64 = 12345;
         for i in 0..30_000u64 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -20,7 +20,7 @@ pub fn raise_nofile() -> u64 {
             }
         }
     }
-    rl.rlim_cur as u64
+    rl.rlim_cur
 }
 
 /// Err with a one-line explanation when `sockets` cannot all be open at once.

@@ -255,6 +255,9 @@ impl<'a> Worker<'a> {
                 Kind::Open { .. } => self.open_tick(now),
                 Kind::Sessions { .. } => self.sessions_tick(now),
             }
+            if self.plan.end.is_none() && self.inflight_total == 0 && self.nothing_more(now) {
+                break; // -n without -d, but the schedule or the users are done first
+            }
             if now >= next_scan {
                 self.scan_timeouts(now);
                 next_scan = now + self.scan_every;
@@ -295,6 +298,9 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = Instant::now();
+            if self.plan.end.is_some_and(|e| now >= e) {
+                break; // responses after the end are not part of the run
+            }
             for ev in events.iter() {
                 if ev.token() == TIMER {
                     self.timer.fired();
@@ -308,6 +314,18 @@ impl<'a> Worker<'a> {
         self.publish();
         // sockets close as the worker drops
         self.rec
+    }
+
+    /// Open load or sessions that will never issue another request.
+    fn nothing_more(&self, now: Instant) -> bool {
+        match &self.plan.kind {
+            Kind::Closed { .. } => false,
+            Kind::Open { .. } => self.next_due.is_none() && self.backlog.is_empty(),
+            Kind::Sessions { schedule, .. } => {
+                let t = now.saturating_duration_since(self.plan.start).as_secs_f64();
+                self.active_users == 0 && t > schedule.total_duration()
+            }
+        }
     }
 
     fn publish(&self) {
@@ -500,9 +518,8 @@ impl<'a> Worker<'a> {
                 Err(()) => return self.fail(i, ErrorClass::Connect, now),
                 Ok(true) => {
                     self.conns[i].connected = true;
-                    if now >= self.plan.measure_start {
-                        self.rec.connections_opened += 1;
-                    }
+                    // counted during warm-up too: warm connections serve the measured run
+                    self.rec.connections_opened += 1;
                     if !self.flush(i, now) {
                         return;
                     }
@@ -572,10 +589,8 @@ impl<'a> Worker<'a> {
             return self.fail(i, ErrorClass::Read, now);
         }
         self.close(i);
+        // closed load reconnects; a session user reconnects on its next request
         self.after_close(i, now, false);
-        if let Kind::Sessions { .. } = self.plan.kind {
-            // the user's next request reconnects
-        }
     }
 
     /// Parse buffered bytes; returns false if the connection is gone.
