@@ -68,10 +68,17 @@ def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
 
 
 def folder_hash(m: Manifest) -> str:
-    """sha256 over the server folder's files (paths, modes, bytes) and its build command."""
+    """sha256 over the server folder's files (paths, modes, bytes), those of the folders it
+    `shares`, and its build command."""
     h = hashlib.sha256()
     h.update(b"build\0" + m.build.encode() + b"\0")
-    root = m.dir
+    for root in (m.dir, *m.shared_dirs()):
+        h.update(f"dir\0{root.name}\0".encode())
+        _hash_tree(h, root)
+    return h.hexdigest()
+
+
+def _hash_tree(h: "hashlib._Hash", root: Path) -> None:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         for name in sorted(filenames):
@@ -87,7 +94,6 @@ def folder_hash(m: Manifest) -> str:
                 continue  # vanished while walking
             h.update(f"{rel}\0{st.st_mode & 0o111:o}\0{len(data)}\0".encode())
             h.update(data)
-    return h.hexdigest()
 
 
 def _stamp(m: Manifest) -> Path:

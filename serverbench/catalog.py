@@ -64,6 +64,10 @@ class Manifest(BaseModel):
     workers: int | None = None
     env: dict[str, str] = {}
     install: Install = Install()
+    # Folders (relative to this one, e.g. "../_shared/x") whose code this server compiles or
+    # loads too: sibling rows of one language share code there instead of copying it. Their
+    # files count in the build-cache hash.
+    shares: list[str] = []
 
     @field_validator("max_connections", "workers")
     @classmethod
@@ -71,6 +75,9 @@ class Manifest(BaseModel):
         if isinstance(v, int) and v < 1:
             raise ValueError("must be at least 1")
         return v
+
+    def shared_dirs(self) -> list[Path]:
+        return [(self.dir / rel).resolve() for rel in self.shares]
 
     def bound(self, workers: int) -> int | None:
         """The most connections this server holds at once given `$WORKERS`; None = unbounded."""
@@ -166,6 +173,10 @@ def load_manifest(toml_path: Path, root: Path | None = None) -> Manifest:
     if m.name != folder.name:
         raise CatalogError(f"{shown}: field 'name': {m.name!r} differs from the folder name "
                            f"{folder.name!r}; fix: set name = \"{folder.name}\" or rename the folder")
+    for rel, d in zip(m.shares, m.shared_dirs()):
+        if not d.is_dir():
+            raise CatalogError(f"{shown}: field 'shares': {rel!r} is not a folder; "
+                               f"fix: point it at a folder such as ../_shared/<name>")
     return m
 
 

@@ -139,3 +139,28 @@ def test_hashing_the_real_catalog_is_fast() -> None:
     for m in ms:
         folder_hash(m)
     assert time.monotonic() - t0 < 2.0
+
+
+def test_a_change_in_a_shared_folder_rebuilds_its_users(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    lib = servers_root / "_shared" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "common.c").write_text("int common;\n")
+    counter = sandbox_paths / "count"
+    make_server("app", build=counting_build(counter), shares=["../_shared/lib"])
+    cat = load_catalog(servers_root)
+    assert cat.errors == [] and list(cat.servers) == ["app"]  # _shared is not a contestant
+    m = cat.servers["app"]
+    build([m], progress=False)
+    [r] = build([m], progress=False)
+    assert r.status == "cached"
+    (lib / "common.c").write_text("int common = 1;\n")
+    [r] = build([m], progress=False)
+    assert (r.status, runs(counter)) == ("built", 2)
+
+
+def test_shares_must_name_a_folder(servers_root: Path, make_server) -> None:
+    make_server("app", shares=["../_shared/missing"])
+    cat = load_catalog(servers_root)
+    assert "app" not in cat.servers
+    assert any("'shares'" in e and "../_shared/missing" in e for e in cat.errors)

@@ -41,5 +41,5 @@ if (cluster.isPrimary) {
   });
   for (let i = 0; i < workers; i++) cluster.fork();
 } else {
-  require('./app.js').start(`node-cluster worker ${process.pid}`);
+  require('../_shared/node-http-app/app.js').start(`node-cluster worker ${process.pid}`);
 }

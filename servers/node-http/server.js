@@ -1,3 +1,3 @@
 'use strict';
 // node-http: one process, one event loop (the handler lives in app.js).
-require('./app.js').start('node-http');
+require('../_shared/node-http-app/app.js').start('node-http');

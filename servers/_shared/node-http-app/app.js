@@ -59,6 +59,9 @@ function handle(req, res) {
   // A malformed body makes Node's parser fail: its clientError handling answers 400
   // and destroys the socket; the request stream then errors, which we ignore here.
   req.on('error', () => {});
+  // llhttp takes a request line without a version ("GET /") as HTTP/0.9 and would
+  // answer it; SPEC.md calls that malformed.
+  if (req.httpVersionMajor !== 1) return send(res, 400, 'text/plain', 'Bad Request', true);
   let target = req.url;
   if (target[0] !== '/') { // absolute-form (RFC 9112 §3.2.2): keep path and query
     try {

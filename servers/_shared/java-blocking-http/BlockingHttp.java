@@ -15,8 +15,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * One HTTP/1.1 connection served with blocking socket I/O: parse a request,
  * answer it, repeat until the client closes or asks to. Which thread runs
  * {@link #run()} is the only difference between java-threads (a new thread per
- * connection) and java-threadpool (a fixed pool); this file is identical in both
- * folders because each contestant folder is self-contained.
+ * connection) and java-threadpool (a fixed pool), so both compile this one file
+ * (declared under `shares` in their server.toml).
  */
 final class BlockingHttp implements Runnable {
     static final int MAX_HEAD = 16 * 1024;   // request line + headers (SPEC: accept 8 KiB)
