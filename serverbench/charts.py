@@ -349,8 +349,9 @@ def errors_table(groups: list[Group]) -> str:
             classes.update({k: int(v) for k, v in (c.metrics.get("error_classes") or {}).items() if v})
         rows.append([_srv(g), fmt_num(g.total("requests")), fmt_num(g.errors), fmt_num(g.timeouts),
                      esc(", ".join(f"{k} {v:,}" for k, v in sorted(classes.items())) or "—"),
-                     fmt_num(g.total("missed_sends"))])
-    return table(["server", "requests", "errors", "timeouts", "by class", "missed sends"], rows)
+                     fmt_num(g.total("missed_sends")), fmt_num(g.total("unanswered"))])
+    return table(["server", "requests", "errors", "timeouts", "by class", "missed sends",
+                  "unanswered at end"], rows)
 
 
 def sweep_table(wl: WorkloadData) -> str:

@@ -216,6 +216,11 @@ class Group:
             req = self.total("requests")
             share = f" in {req:,} requests ({self.errors / req:.2%})" if req else ""
             w.append(Warning_("errors", s, f"{s}: {self.errors:,} errors ({self.timeouts:,} timeouts){share}"))
+        unanswered = self.total("unanswered")
+        if unanswered:
+            oldest = max((c.metrics.get("unanswered_oldest_us") or 0) for c in self.ok) / 1e6
+            w.append(Warning_("unanswered", s, f"{s}: {unanswered:,} requests still unanswered when the run "
+                                               f"ended, the oldest after {oldest:.1f} s (stalled connections)"))
         missed = self.total("missed_sends")
         if missed:
             w.append(Warning_("missed-sends", s, f"{s}: {missed:,} requests not sent on schedule "
@@ -414,7 +419,7 @@ CSV_COLUMNS = ["run_id", "workload", "point", "server", "language", "model", "fr
                "rps_cv", "noisy", "capacity_rps", "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us",
                "requests", "errors", "timeouts", "cpu_user_s", "cpu_sys_s", "cpu_percent", "rss_peak_mib",
                "rss_mean_mib", "threads_peak", "client_cpu_percent", "client_saturated", "connections", "bound",
-               "missed_sends", "warnings"]
+               "missed_sends", "unanswered", "warnings"]
 
 
 def csv_text(run: Any, workloads: list[WorkloadData]) -> str:
@@ -445,7 +450,7 @@ def csv_text(run: Any, workloads: list[WorkloadData]) -> str:
                     "client_cpu_percent": _c(g.median("client_cpu_percent"), 1),
                     "client_saturated": g.client_saturated, "connections": _c(g.connections),
                     "bound": g.bound or "", "missed_sends": g.total("missed_sends"),
-                    "warnings": " | ".join(x.text for x in g.warnings),
+                    "unanswered": g.total("unanswered"), "warnings": " | ".join(x.text for x in g.warnings),
                 })
     return buf.getvalue()
 

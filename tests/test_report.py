@@ -77,6 +77,7 @@ def test_html_names_every_server_workload_and_warning(built) -> None:
         assert f'id="{wl}"' in text  # a section (and TOC anchor) per workload
     assert "server on CPU 0, load generator on CPU 1" in text
     assert "stalls expected: model holds at most 64 connections" in text
+    assert "requests still unanswered when the run ended, the oldest after 8.0 s" in text
     assert "node-http: noisy" in text
     assert "rust-tokio: client-bound" in text
     assert "java-threads: 2," in text and "timeouts)" in text  # errors warning with counts

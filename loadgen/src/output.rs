@@ -113,6 +113,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             "bytes_per_s": per_sec(rec.bytes_read, r.duration_s),
             "connections_opened": rec.connections_opened,
             "missed_sends": rec.missed_sends,
+            "unanswered": rec.unanswered,
+            "unanswered_oldest_us": rec.unanswered_oldest_us,
             "latency_us": histo::summarize(&rec.latency),
             "service_us": rec.service.as_ref().map(histo::summarize),
         },
@@ -263,6 +265,10 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         let _ = writeln!(out, "  Missed     {} request(s) not sent on schedule (connection pool exhausted)", rec.missed_sends);
     } else {
         latency_lines(&mut out, "Latency", &rec.latency);
+    }
+    if rec.unanswered > 0 {
+        let _ = writeln!(out, "  Unanswered {} request(s) still waiting at the end, the oldest for {:.2} s",
+                         rec.unanswered, rec.unanswered_oldest_us as f64 / 1e6);
     }
     if errors > 0 {
         let list: Vec<String> = ErrorClass::ALL

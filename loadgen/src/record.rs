@@ -65,6 +65,11 @@ pub struct Recorder {
     pub bytes_read: u64,
     pub connections_opened: u64,
     pub missed_sends: u64,
+    /// Requests still waiting for a response when the run ended (a server that holds
+    /// connections without serving them shows here, not in the latency histogram).
+    pub unanswered: u64,
+    /// Age of the oldest of those, from its intended send time.
+    pub unanswered_oldest_us: u64,
     pub timeline: Vec<Bucket>,
 }
 
@@ -81,6 +86,8 @@ impl Recorder {
             bytes_read: 0,
             connections_opened: 0,
             missed_sends: 0,
+            unanswered: 0,
+            unanswered_oldest_us: 0,
             timeline: vec![],
         }
     }
@@ -162,6 +169,8 @@ impl Recorder {
         self.bytes_read += o.bytes_read;
         self.connections_opened += o.connections_opened;
         self.missed_sends += o.missed_sends;
+        self.unanswered += o.unanswered;
+        self.unanswered_oldest_us = self.unanswered_oldest_us.max(o.unanswered_oldest_us);
         while self.timeline.len() < o.timeline.len() {
             self.timeline.push(Bucket::new());
         }

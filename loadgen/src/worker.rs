@@ -311,6 +311,12 @@ impl<'a> Worker<'a> {
                 self.on_event(i, now, ev.is_readable() || drain, ev.is_writable() || drain, drain);
             }
         }
+        let end = Instant::now();
+        for p in self.conns.iter().flat_map(|c| c.inflight.iter()).filter(|p| p.measured) {
+            self.rec.unanswered += 1;
+            let age = end.saturating_duration_since(p.intended).as_micros() as u64;
+            self.rec.unanswered_oldest_us = self.rec.unanswered_oldest_us.max(age);
+        }
         self.publish();
         // sockets close as the worker drops
         self.rec

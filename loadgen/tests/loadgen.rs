@@ -185,6 +185,22 @@ fn server_that_never_answers_times_out_on_time() {
 }
 
 #[test]
+fn requests_still_waiting_at_the_end_are_reported_unanswered() {
+    // A bounded pool that never gets to these connections: no response, no timeout
+    // within the run — the stall must still show in the result.
+    let srv = serve(|s, c| {
+        let mut r = Requests::new(s);
+        while r.next(c).is_some() {}
+    });
+    let o = loadgen(&[&srv.url("/"), "-d", "1s", "-c", "5", "--timeout", "30s"]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.summary("responses"), 0);
+    assert_eq!(o.summary("unanswered"), 5);
+    let oldest = o.summary("unanswered_oldest_us");
+    assert!((900_000..5_000_000).contains(&oldest), "oldest waited {oldest} µs");
+}
+
+#[test]
 fn resets_and_garbage_are_classified() {
     let reset = serve(|s, c| {
         let mut r = Requests::new(s);
