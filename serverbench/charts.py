@@ -18,6 +18,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from .fingerprint import normalize
 from .report import Group, PointData, Warning_, WorkloadData, fmt_cpu, fmt_num, fmt_us, point_key
 
 # One colour per concurrency model (SPEC.md's list), so a model looks the same in every chart.
@@ -486,7 +487,7 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
 
 
 def _environment(run: Any) -> str:
-    fp = run.fingerprint or {}
+    fp = normalize(run.fingerprint)
     opts = run.options or {}
     commit = str(fp.get("git_commit") or "?")
     items = [

@@ -1,4 +1,8 @@
-"""The environment a run was measured in, stored with the run so results stay interpretable."""
+"""The environment a run was measured in, stored with the run so results stay interpretable.
+
+Flat keys (cores, server_cpus, client_cpus, loadgen_version, git_commit, git_dirty, ...) as
+docs/DESIGN.md lists them; runs stored before 0.1.0's layout settled used nested
+`pinning`/`loadgen`/`git` objects, which `normalize` flattens for readers."""
 from __future__ import annotations
 
 import os
@@ -49,12 +53,12 @@ def _server_info(m: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"language": m.language, "runtime": m.runtime, "model": m.model,
                             "framework": m.framework, "origin": m.origin, "description": m.description,
                             "max_connections": m.max_connections, "workers": m.workers,
-                            "toolchain": None}
+                            "version": None}
     try:
         from . import doctor
-        info["toolchain"] = doctor.check(m).version
+        info["version"] = doctor.check(m).version
     except Exception as e:  # a broken toolchain must not stop the fingerprint
-        info["toolchain_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+        info["version_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
     return info
 
 
@@ -66,18 +70,36 @@ def fingerprint(manifests: Iterable[Any], *, server_cpus: list[int] | None,
         affinity = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         affinity = None
+    git = git_state(paths.REPO)
     return {
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
+        "cores": os.cpu_count(),
         "affinity": affinity,
         "kernel": platform.release(),
         "os": os_name(),
         "machine": platform.machine(),
         "python": sys.version.split()[0],
-        "pinning": {"server_cpus": server_cpus, "client_cpus": client_cpus},
-        "loadgen": {"path": str(paths.loadgen_binary()), "version": loadgen.version()},
-        "git": git_state(paths.REPO),
+        "server_cpus": server_cpus, "client_cpus": client_cpus,
+        "loadgen_path": str(paths.loadgen_binary()), "loadgen_version": loadgen.version(),
+        "git_commit": git["commit"], "git_dirty": git["dirty"],
         "servers": {m.id: _server_info(m) for m in manifests},
     }
+
+
+def normalize(fp: dict[str, Any] | None) -> dict[str, Any]:
+    """The flat form of a stored fingerprint, whichever layout it was stored in."""
+    fp = dict(fp or {})
+    pin = fp.pop("pinning", None) or {}
+    lg = fp.pop("loadgen", None) or {}
+    git = fp.pop("git", None) or {}
+    fp.setdefault("cores", fp.pop("cpu_count", None))
+    fp.setdefault("server_cpus", pin.get("server_cpus"))
+    fp.setdefault("client_cpus", pin.get("client_cpus"))
+    fp.setdefault("loadgen_version", lg.get("version"))
+    fp.setdefault("git_commit", git.get("commit"))
+    fp.setdefault("git_dirty", git.get("dirty"))
+    fp["servers"] = {sid: {**info, "version": info.get("version") or info.get("toolchain")}
+                     for sid, info in (fp.get("servers") or {}).items()}
+    return fp

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
 
+from .fingerprint import normalize
 from .stats import NOISE_CV, Stats, noisy, summarize
 
 RAMP_WORKLOADS = {"stressgrid", "locust-users"}
@@ -367,7 +368,7 @@ MD_COLUMNS = ["place", "server", "language", "model", "requests/s (median)", "p5
 
 
 def markdown(run: Any, workloads: list[WorkloadData]) -> str:
-    fp = run.fingerprint or {}
+    fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"server on CPU {_cpus(fp.get('server_cpus'))}, load generator on CPU {_cpus(fp.get('client_cpus'))}; "
@@ -465,7 +466,7 @@ def write_report(store: Any, run_id: int, out_dir: Path) -> ReportPaths:
     from .charts import render_html  # plotly import is heavy; only needed here
 
     run = store.run(run_id)
-    workloads = collect(store.cells(run_id), run.fingerprint)
+    workloads = collect(store.cells(run_id), normalize(run.fingerprint))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(out_dir / f"run-{run_id}.html", out_dir / f"run-{run_id}.md", out_dir / f"run-{run_id}.csv")
