@@ -366,7 +366,9 @@ class Runner:
         best: LoadgenResult | None = None
         best_rate: float | None = None
         last: LoadgenResult | None = None
-        for _ in range(p.max_steps):
+
+        def attempt(rate: float) -> bool:
+            nonlocal last
             last = lg_run(_step_point(p, rate), rate)
             s = last.summary
             p99 = (s.get("latency_us") or {}).get("p99") or 0
@@ -377,10 +379,27 @@ class Runner:
                     and missed <= 0.01 * rate * step_s)
             steps.append({"rate": rate, "achieved": achieved, "p99_us": p99, "errors": errors,
                           "missed_sends": missed, "held": held})
-            if not held or not srv.alive():
+            return held
+
+        failed_rate: float | None = None
+        for _ in range(p.max_steps):
+            if not attempt(rate):
+                failed_rate = rate
+                break
+            if not srv.alive():
                 break
             best, best_rate = last, rate
             rate = round(rate * p.step, 1)
+        # Narrow the bracket [held, failed] by geometric bisection.
+        lo, hi = best_rate, failed_rate
+        for _ in range(p.refine if lo is not None and hi is not None else 0):
+            if not srv.alive():
+                break
+            mid = round((lo * hi) ** 0.5, 1)
+            if attempt(mid) and srv.alive():
+                best, best_rate, lo = last, mid, mid
+            else:
+                hi = mid
         chosen = best or last
         assert chosen is not None  # max_steps >= 1
         extra = {"steps": steps, "capacity_rps": float(best.summary["rps"]) if best else 0.0,

@@ -81,6 +81,9 @@ class Point(BaseModel):
     max_steps: int = 10
     step_duration: str = "5s"
     p99_limit: str = "10ms"
+    # after the first step that fails, bisect (geometrically) between it and the last that
+    # held this many times: coarse steps find the range quickly, refinement narrows it
+    refine: int = 0
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
                      "calibration", "step_duration", "p99_limit")
@@ -137,6 +140,8 @@ class Point(BaseModel):
                 raise ValueError("capacity step is a growth factor and must be > 1")
             if self.max_steps < 1:
                 raise ValueError("capacity max_steps must be >= 1")
+            if self.refine < 0:
+                raise ValueError("capacity refine must be >= 0")
         return self
 
     @property
@@ -149,7 +154,7 @@ class Point(BaseModel):
     def planned_seconds(self) -> float:
         """Planned load time (for ETA): duration, stages, time limit, or all capacity steps."""
         if self.mode == "capacity":
-            return self.max_steps * parse_duration(self.step_duration)
+            return (self.max_steps + self.refine) * parse_duration(self.step_duration)
         extra = parse_duration(self.calibration) if self.rate_fraction is not None else 0.0
         if self.duration is not None:
             return parse_duration(self.duration) + extra

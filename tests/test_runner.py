@@ -73,6 +73,27 @@ mode = "capacity"
 start_rate = 100
 step_duration = "10s"
 """,
+    "capref": """
+name = "capref"
+description = "capacity steps, then bisection"
+origin = "serverbench"
+[quick]
+[[quick.points]]
+label = "p99<1s"
+mode = "capacity"
+start_rate = 100
+step = 2.0
+max_steps = 5
+refine = 2
+step_duration = "200ms"
+p99_limit = "1s"
+[full]
+[[full.points]]
+label = "p99<1s"
+mode = "capacity"
+start_rate = 100
+step_duration = "10s"
+""",
 }
 
 
@@ -182,6 +203,19 @@ def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -
     assert [s["held"] for s in steps] == [True, True, False] and steps[-1]["p99_us"] == 5_000_000
     assert c.metrics["capacity_target_rate"] == 200 and c.metrics["capacity_rps"] == 200
     assert c.metrics["cpu_user_s"] + c.metrics["cpu_sys_s"] > 0
+
+
+def test_capacity_bisects_between_the_last_held_and_the_first_failed_rate(
+        env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_LOADGEN_CAPACITY", "300")
+    res = go(env, ["py-ok"], ["capref"])
+    [c] = env["store"].cells(res.run_id)
+    assert c.status == "ok", c.error
+    steps = c.metrics["steps"]
+    # 100, 200 hold, 400 fails; then sqrt(200*400) = 282.8 holds, sqrt(282.8*400) = 336.3 fails
+    assert [s["rate"] for s in steps] == [100, 200, 400, 282.8, 336.3]
+    assert [s["held"] for s in steps] == [True, True, False, True, False]
+    assert c.metrics["capacity_target_rate"] == 282.8
 
 
 def test_resume_runs_only_cells_not_done(env) -> None:

@@ -30,6 +30,7 @@ pub fn config_json(cfg: &Config) -> Value {
         "rate": a.rate,
         "poisson": a.poisson,
         "max_connections": if cfg.mode == Mode::Open { json!(a.max_connections) } else { Value::Null },
+        "send_quantum_us": if cfg.mode == Mode::Open { json!(cfg.send_quantum.as_micros() as u64) } else { Value::Null },
         "users": a.users,
         "ramp_s": secs(cfg.ramp),
         "spawn_rate": a.spawn_rate,

@@ -121,12 +121,9 @@ impl RequestBytes {
         if !has("host") {
             headers.push(("Host".to_string(), Template::parse(&spec.target.authority)?));
         }
-        if !has("user-agent") {
-            headers.push((
-                "User-Agent".to_string(),
-                Template::parse(concat!("loadgen/", env!("CARGO_PKG_VERSION")))?,
-            ));
-        }
+        // No default User-Agent: the default request is wrk's (request line and
+        // Host only), so a server does the same work per request under either
+        // client (nginx, for one, inspects every User-Agent). Give -H to send one.
         for (k, v) in &spec.headers {
             if k.eq_ignore_ascii_case("content-length") {
                 continue; // computed from the body

@@ -48,6 +48,7 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
         req,
         kind,
         keepalive: !a.no_keepalive,
+        send_quantum: cfg.send_quantum,
         connect_timeout: cfg.connect_timeout,
         timeout: cfg.timeout,
         threads: a.threads,

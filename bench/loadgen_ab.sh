@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A/B comparison of HTTP load clients against the throw-away nginx
+# (`return 200 "Hello, World!"`, 1 worker pinned to CPU 0). Every client is
+# pinned to CPU 1 in turn, ROUNDS short rounds; the order rotates each round so
+# slow drift of the machine (turbo, neighbours) hits every contender alike.
+# Prints each round, then per contender the median req/s, the median client
+# CPU per request (user+sys of the client process from /usr/bin/time) and the
+# median nginx worker CPU per request, and ratios against the first contender.
+#
+#   bench/loadgen_ab.sh CONTENDER...     CONTENDER = `wrk` or a loadgen binary
+#   e.g. bench/loadgen_ab.sh wrk /tmp/loadgen-A loadgen/target/release/loadgen
+#
+# Env: DURATION (s, default 5), ROUNDS (default 7), CONNECTIONS (50), PORT (18120),
+#      LOADGEN_ARGS (extra loadgen options, e.g. "--rate 50000"; then omit wrk).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-7}
+CONNECTIONS=${CONNECTIONS:-50}
+PORT=${PORT:-18120}
+LOADGEN_ARGS=${LOADGEN_ARGS:-}
+[ $# -ge 1 ] || { echo "usage: $0 wrk|LOADGEN_BINARY ..." >&2; exit 2; }
+for c in "$@"; do
+    if [ "$c" = wrk ]; then
+        command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+    else
+        [ -x "$c" ] || { echo "$c is not an executable" >&2; exit 1; }
+    fi
+done
+[ -x /usr/bin/time ] || { echo "/usr/bin/time not found: apt-get install time" >&2; exit 1; }
+source bench/loadgen_nginx.sh
+nginx_start "$PORT" 0
+URL="http://127.0.0.1:$PORT/"
+OUT=$(mktemp -d /tmp/loadgen-ab.XXXXXX)
+trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
+# the worker is the master's only child
+NGINX_WORKER=$(cat "/proc/$NGINX_PID/task/$NGINX_PID/children" | awk '{print $1}')
+nginx_ticks() { awk '{print $14 + $15}' "/proc/$NGINX_WORKER/stat"; }
+TCK=$(getconf CLK_TCK)
+
+# prints "requests client_cpu_s nginx_cpu_s client_user_s"
+run_one() {
+    local c=$1 req t0 t1
+    t0=$(nginx_ticks)
+    if [ "$c" = wrk ]; then
+        /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$URL" >"$OUT/wrk.txt"
+        req=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
+    else
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 "$c" "$URL" -t 1 -c "$CONNECTIONS" -d "${DURATION}s" \
+            $LOADGEN_ARGS --quiet --json "$OUT/lg.json" >/dev/null
+        req=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["responses"])' "$OUT/lg.json")
+    fi
+    t1=$(nginx_ticks)
+    echo "$req $(awk '{print $1 + $2}' "$OUT/time") $(awk -v a="$t0" -v b="$t1" -v t="$TCK" 'BEGIN {print (b - a) / t}') $(awk '{print $1}' "$OUT/time")"
+}
+
+n=$#
+names=("$@")
+for k in $(seq 0 $((n - 1))); do : >"$OUT/rows.$k"; done
+for r in $(seq 1 "$ROUNDS"); do
+    line="round $r:"
+    for j in $(seq 0 $((n - 1))); do
+        k=$(( (j + r - 1) % n ))   # rotate the order
+        row=$(run_one "${names[$k]}")
+        echo "$row" >>"$OUT/rows.$k"
+        line+=$(echo "$row" | awk -v d="$DURATION" -v name="$(basename "${names[$k]}")" \
+            '{printf "  %s %.0f req/s %.2f µs/req", name, $1/d, $2/$1*1e6}')
+    done
+    echo "$line"
+done
+
+python3 - "$DURATION" "$OUT" "${names[@]}" <<'PY'
+import statistics, sys
+d = float(sys.argv[1]); out = sys.argv[2]; names = sys.argv[3:]
+res = []
+for k, name in enumerate(names):
+    rows = [tuple(map(float, l.split())) for l in open(f"{out}/rows.{k}") if l.strip()]
+    rps = statistics.median(r[0] / d for r in rows)
+    cpu = statistics.median(r[1] / r[0] * 1e6 for r in rows)
+    ngx = statistics.median(r[2] / r[0] * 1e6 for r in rows)
+    usr = statistics.median(r[3] / r[0] * 1e6 for r in rows)
+    res.append((name, rps, cpu, ngx))
+    print(f"{name:40s} median {rps:9.0f} req/s   client {cpu:5.2f} µs/request (user {usr:4.2f})   nginx {ngx:5.2f} µs/request")
+b = res[0]
+for name, rps, cpu, ngx in res[1:]:
+    print(f"ratio {name} / {b[0]}:  req/s {rps / b[1]:.3f}   client cpu/request {cpu / b[2]:.3f}")
+if names[0] == "wrk" and len(names) == 2:
+    _, rps, cpu, _ = res[1]
+    print(f"ratio loadgen/wrk  {rps / b[1]:.3f} (target >= 1.0);  cpu per request loadgen/wrk {cpu / b[2]:.3f} (target <= 1.0)")
+PY
