@@ -494,7 +494,7 @@ def _environment(run: Any) -> str:
         ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
         ("pinning", f"server on CPU {_cpus(fp.get('server_cpus'))}, load generator on CPU {_cpus(fp.get('client_cpus'))}"),
         ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
-        ("versions", f"Python {fp.get('python', '?')} · loadgen {fp.get('loadgen_version', '?')}"),
+        ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),
         ("run", f"#{run.id} · {run.status} · started {run.started_at or '?'} · finished {run.finished_at or '—'}"),
         ("options", ", ".join(f"{k}={v}" for k, v in sorted(opts.items())) or "—"),

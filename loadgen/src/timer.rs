@@ -12,7 +12,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use std::io;
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub struct TimerFd {
     fd: RawFd,
@@ -91,6 +91,7 @@ impl Drop for TimerFd {
 mod tests {
     use super::*;
     use mio::{Events, Poll};
+    use std::time::Duration;
 
     #[test]
     fn wakes_at_absolute_deadlines_without_reads() {
