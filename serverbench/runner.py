@@ -133,7 +133,7 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "max_us": lat.get("max"), "mean_us": lat.get("mean"),
         "duration_s": d.get("duration_s"),
         "missed_sends": s.get("missed_sends", 0),
-        # requests a stalled server never answered before the run ended (no timeout yet)
+        # requests waiting ≥ 1 s for a stalled server when the run ended (no timeout yet)
         "unanswered": s.get("unanswered", 0),
         "unanswered_oldest_us": s.get("unanswered_oldest_us", 0),
         "target_rate": cfg.get("rate"),

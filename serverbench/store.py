@@ -22,7 +22,7 @@ Tables (docs/DESIGN.md):
   threads_peak ctx_voluntary ctx_involuntary processes_peak     server process tree (sampler)
   client_cpu_percent (100 = one core), client_saturated (bool)  the loadgen's own CPU
   missed_sends      open load: sends not made on schedule
-  unanswered        requests still waiting for a response when the run ended
+  unanswered        requests that had waited ≥ 1 s for a response when the run ended
   unanswered_oldest_us  the age of the oldest of those
   target_rate       open load: requested rate (req/s); null otherwise
   calibration_rps   rate="N%" points: closed-loop rps the rate was derived from

@@ -153,9 +153,11 @@ class Point(BaseModel):
 
     def planned_seconds(self) -> float:
         """Planned load time (for ETA): duration, stages, time limit, or all capacity steps."""
+        warm = parse_duration(OPEN_LOOP_WARMUP)
         if self.mode == "capacity":
-            return (self.max_steps + self.refine) * parse_duration(self.step_duration)
+            return (self.max_steps + self.refine) * (parse_duration(self.step_duration) + warm)
         extra = parse_duration(self.calibration) if self.rate_fraction is not None else 0.0
+        extra += warm if self.mode == "open" else 0.0
         if self.duration is not None:
             return parse_duration(self.duration) + extra
         if self.stages is not None:
@@ -195,6 +197,9 @@ class Point(BaseModel):
             args += ["--rate", _fmt_num(float(r))]
             if self.poisson:
                 args.append("--poisson")
+            # Open load on a cold client opens a connection per early request and stalls
+            # for tens of ms (measured); warm the pool up at the target rate, unrecorded.
+            args += ["--warmup", OPEN_LOOP_WARMUP]
         if self.max_connections is not None:
             args += ["--max-connections", str(self.max_connections)]
         if self.mode == "sessions":
@@ -224,6 +229,9 @@ class Point(BaseModel):
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
         return args
+
+
+OPEN_LOOP_WARMUP = "500ms"
 
 
 class Size(BaseModel):

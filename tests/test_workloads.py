@@ -137,7 +137,7 @@ def test_loadgen_args_closed_open_sessions() -> None:
     with pytest.raises(ValueError, match="calibrated rate"):
         o.loadgen_args("http://h:1", "/")
     assert o.loadgen_args("http://h:1", "/", rate=1234.5) == [
-        "http://h:1/json", "--duration", "5s", "--rate", "1234.5", "--poisson"]
+        "http://h:1/json", "--duration", "5s", "--rate", "1234.5", "--poisson", "--warmup", "500ms"]
     s = Point(label="s", mode="sessions", users=2000, ramp="10s", duration="10s", session_requests=100,
               think="900ms", think_jitter=5, timeout="5s")
     assert s.loadgen_args("http://h:1", "/d") == [

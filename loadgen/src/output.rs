@@ -268,7 +268,7 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         latency_lines(&mut out, "Latency", &rec.latency);
     }
     if rec.unanswered > 0 {
-        let _ = writeln!(out, "  Unanswered {} request(s) still waiting at the end, the oldest for {:.2} s",
+        let _ = writeln!(out, "  Unanswered {} request(s) waiting ≥ 1 s when the run ended, the oldest for {:.2} s",
                          rec.unanswered, rec.unanswered_oldest_us as f64 / 1e6);
     }
     if errors > 0 {

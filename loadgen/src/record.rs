@@ -51,6 +51,9 @@ impl Bucket {
     }
 }
 
+/// How long a request still in flight at the end must have waited to count as unanswered.
+pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub measure_start: Instant,
@@ -65,8 +68,9 @@ pub struct Recorder {
     pub bytes_read: u64,
     pub connections_opened: u64,
     pub missed_sends: u64,
-    /// Requests still waiting for a response when the run ended (a server that holds
-    /// connections without serving them shows here, not in the latency histogram).
+    /// Requests that, when the run ended, had waited at least STALLED_AFTER for a
+    /// response (a server that holds connections without serving them shows here,
+    /// not in the latency histogram).
     pub unanswered: u64,
     /// Age of the oldest of those, from its intended send time.
     pub unanswered_oldest_us: u64,

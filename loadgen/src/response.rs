@@ -283,10 +283,9 @@ impl ResponseParser {
         buf: &[u8],
         no_body: bool,
     ) -> Result<Option<(usize, Option<Response>)>, ParseError> {
-        // Uninitialized header slots: no 2 KiB of zeroing per response.
-        let mut headers = [std::mem::MaybeUninit::<httparse::Header>::uninit(); MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut []);
-        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => {
