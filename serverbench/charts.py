@@ -19,7 +19,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from .fingerprint import normalize
-from .report import Group, PointData, Warning_, WorkloadData, fmt_cpu, fmt_num, fmt_us, point_key
+from .report import Group, PointData, Warning_, WorkloadData, fmt_cpu, fmt_num, fmt_us
 
 # One colour per concurrency model (SPEC.md's list), so a model looks the same in every chart.
 MODEL_COLORS = {

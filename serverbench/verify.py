@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .supervisor import raise_nofile
 from .httpcheck import (
     Conn,
     HTTPCheckError,
@@ -717,20 +717,9 @@ def check_split(ctx: _Ctx) -> str:
     return "byte-by-byte GET, random segments and an awkwardly split POST all answered correctly"
 
 
-def _raise_nofile() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    return soft
-
-
 def check_idle_connections(ctx: _Ctx) -> str:
     want = 1000 if ctx.bound is None else max(0, min(1000, ctx.bound - 1))
-    soft = _raise_nofile()
+    soft = raise_nofile()
     in_use = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 64
     k = min(want, soft - in_use - 64)  # keep headroom for the probe and the rest of the process
     note = "" if k == want else f" (limited from {want} by RLIMIT_NOFILE {soft})"

@@ -10,7 +10,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -20,20 +19,10 @@ import pytest
 
 from serverbench.report import write_report
 
-FIXTURE = Path(__file__).parent / "fixtures" / "report" / "make_store.py"
+from test_report import load_fixture  # tests/ is on sys.path (pytest rootdir import mode)
+
 PORTS = range(20400, 20500)  # our share of the allowed port range
 WIDTH = 1400
-
-
-def load_fixture() -> Any:
-    """tests/fixtures/report/make_store.py as a module (tests/ is not a package)."""
-    name = "serverbench_report_fixture"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURE)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod  # dataclasses look their module up while the file executes
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
 
 
 def _require(what: str, ok: bool) -> None:
