@@ -37,7 +37,7 @@ class ReportPaths:
 
 @dataclass(frozen=True)
 class Warning_:
-    kind: str  # noisy | client-bound | errors | stalls | failed | missed-sends | histogram
+    kind: str  # noisy | client-bound | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram
     server: str
     text: str
 
@@ -209,6 +209,13 @@ class Group:
             w.append(Warning_("client-bound", s, f"{s}: client-bound — the load generator was saturated"
                                                  + (f" ({cpu:.0f} % CPU)" if cpu is not None else "")
                                                  + "; the server may be faster than shown"))
+        if self.is_capacity and any(c.metrics.get("capacity_ceiling") for c in self.ok):
+            w.append(Warning_("lower-bound", s, f"{s}: capacity is a lower bound — every step of the schedule "
+                                                "held; raise the workload's max_steps to find the limit"))
+        elif (self.is_capacity and not self.client_saturated
+              and any(c.metrics.get("capacity_client_bound") for c in self.ok)):
+            w.append(Warning_("client-bound", s, f"{s}: capacity is a lower bound — the load generator was "
+                                                 "saturated at the step that failed"))
         bound, conns = self.bound, self.connections
         if bound and conns and bound < conns:
             w.append(Warning_("stalls", s, f"{s}: stalls expected: model holds at most {bound} connections "

@@ -378,7 +378,9 @@ class Runner:
             held = (p99 <= limit_us and errors == 0 and achieved >= 0.9 * rate
                     and missed <= 0.01 * rate * step_s)
             steps.append({"rate": rate, "achieved": achieved, "p99_us": p99, "errors": errors,
-                          "missed_sends": missed, "held": held})
+                          "missed_sends": missed, "held": held,
+                          "client_cpu_percent": round(last.client_cpu_percent, 1),
+                          "client_saturated": last.client_saturated})
             return held
 
         failed_rate: float | None = None
@@ -402,8 +404,13 @@ class Runner:
                 hi = mid
         chosen = best or last
         assert chosen is not None  # max_steps >= 1
+        # A capacity is only a lower bound when no step failed (the schedule ran out) or when
+        # the step that failed saturated the load generator rather than the server.
+        broke = next((s for s in steps if not s["held"]), None)
         extra = {"steps": steps, "capacity_rps": float(best.summary["rps"]) if best else 0.0,
-                 "capacity_target_rate": best_rate, "p99_limit_us": limit_us}
+                 "capacity_target_rate": best_rate, "p99_limit_us": limit_us,
+                 "capacity_ceiling": broke is None,
+                 "capacity_client_bound": bool(broke and broke["client_saturated"])}
         return chosen, extra
 
 

@@ -203,6 +203,19 @@ def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -
     assert [s["held"] for s in steps] == [True, True, False] and steps[-1]["p99_us"] == 5_000_000
     assert c.metrics["capacity_target_rate"] == 200 and c.metrics["capacity_rps"] == 200
     assert c.metrics["cpu_user_s"] + c.metrics["cpu_sys_s"] > 0
+    assert c.metrics["capacity_ceiling"] is False and c.metrics["capacity_client_bound"] is False
+
+
+def test_capacity_that_never_breaks_is_flagged_as_a_lower_bound(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_LOADGEN_CAPACITY", "100000")
+    res = go(env, ["py-ok"], ["cap"])
+    [c] = env["store"].cells(res.run_id)
+    assert [s["held"] for s in c.metrics["steps"]] == [True] * 5
+    assert c.metrics["capacity_ceiling"] is True and c.metrics["capacity_target_rate"] == 1600
+    from serverbench import report
+    [wl] = report.collect(env["store"].cells(res.run_id), {}, catalog={})
+    [g] = wl.points[0].groups
+    assert any(w.kind == "lower-bound" for w in g.warnings)
 
 
 def test_capacity_bisects_between_the_last_held_and_the_first_failed_rate(
