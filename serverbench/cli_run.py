@@ -153,9 +153,12 @@ def run_cmd(
             raise _fail(f"no run to resume in {store.path}")
         from .store import StoreError
         try:
-            store.run(resume_id)
+            row = store.run(resume_id)
         except StoreError as e:
             raise _fail(str(e)) from None
+        if row.shown_status == "running":
+            raise _fail(f"run {resume_id} is still being measured by process {(row.owner or '?').split('@')[0]}; "
+                        "wait for it or stop that process before resuming")
         result = run_matrix(store, RunOptions(), resume=resume_id, console=console)
         raise typer.Exit(130 if result.status == "interrupted" else 0)
     if duration is not None:
@@ -221,8 +224,10 @@ def results_cmd(db: Optional[Path] = typer.Option(None, "--db", help="Results da
         t.add_column(c, no_wrap=c not in ("servers", "workloads"))
     for r in rows:
         o = r.options
-        colour = {"finished": "green", "interrupted": "yellow", "running": "cyan"}.get(r.status, "red")
-        t.add_row(str(r.id), r.started_at[:16].replace("T", " "), f"[{colour}]{r.status}[/]",
+        status = r.shown_status
+        colour = {"finished": "green", "interrupted": "yellow", "abandoned": "yellow",
+                  "running": "cyan"}.get(status, "red")
+        t.add_row(str(r.id), r.started_at[:16].replace("T", " "), f"[{colour}]{status}[/]",
                   f"{r.cells_ok}/{r.cells_failed}/{r.cells_skipped}", str(o.get("repeat", "")),
                   ", ".join(o.get("workloads") or []), ", ".join(o.get("servers") or ["all"]))
     console.print(t)

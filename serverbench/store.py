@@ -1,8 +1,10 @@
 """Results store: SQLite (WAL), versioned schema, one transaction per cell.
 
 Tables (docs/DESIGN.md):
-  runs(id, started_at, finished_at, status, fingerprint_json, options_json)
+  runs(id, started_at, finished_at, status, fingerprint_json, options_json, owner)
       status: 'running' | 'finished' | 'interrupted' | 'failed'
+      owner: "<pid>@<boot id>" of the process measuring it, so a 'running' run whose
+      process died (power loss, SIGKILL) is shown as 'abandoned' and can be resumed
   cells(id, run_id, server, workload, point, repetition, status, error, log_tail,
         started_at, finished_at, loadgen_json, usage_json, metrics_json)
       status: 'ok' | 'failed' | 'skipped'; one row per (run_id, server, workload, point,
@@ -39,6 +41,7 @@ Tables (docs/DESIGN.md):
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -89,6 +92,41 @@ class RunRow:
     cells_ok: int = 0
     cells_failed: int = 0
     cells_skipped: int = 0
+    owner: str | None = None
+
+    @property
+    def shown_status(self) -> str:
+        """The status, with 'running' runs whose process is gone shown as 'abandoned'."""
+        if self.status == "running" and not owner_alive(self.owner):
+            return "abandoned"
+        return self.status
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def this_owner() -> str:
+    return f"{os.getpid()}@{_boot_id()}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Is the process that wrote `owner` still alive (same boot, pid exists)?"""
+    if not owner or "@" not in owner:
+        return False
+    pid, boot = owner.split("@", 1)
+    if boot != _boot_id():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return pid.isdigit()
+    return True
 
 
 @dataclass
@@ -137,8 +175,12 @@ def _v2(db: sqlite3.Connection) -> None:
     """)
 
 
+def _v3(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+
+
 # Append only: MIGRATIONS[i] brings a database from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -213,9 +255,9 @@ class Store:
     def new_run(self, fingerprint: dict, options: dict) -> int:
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO runs(started_at, status, fingerprint_json, options_json) VALUES (?,?,?,?)",
+                "INSERT INTO runs(started_at, status, fingerprint_json, options_json, owner) VALUES (?,?,?,?,?)",
                 (now_iso(), "running", json.dumps(fingerprint, default=str),
-                 json.dumps(options, default=str)))
+                 json.dumps(options, default=str), this_owner()))
             return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str) -> None:
@@ -223,18 +265,19 @@ class Store:
             db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, now_iso(), run_id))
 
     def reopen_run(self, run_id: int) -> None:
-        """Mark a run 'running' again (resume)."""
+        """Mark a run 'running' again, owned by this process (resume)."""
         with self._tx() as db:
-            db.execute("UPDATE runs SET status='running', finished_at=NULL WHERE id=?", (run_id,))
+            db.execute("UPDATE runs SET status='running', finished_at=NULL, owner=? WHERE id=?",
+                       (this_owner(), run_id))
 
     def _run_rows(self, where: str = "", args: tuple = ()) -> list[RunRow]:
         rows = self.db.execute(f"""
             SELECT r.id, r.started_at, r.finished_at, r.status, r.fingerprint_json, r.options_json,
-                   SUM(c.status='ok'), SUM(c.status='failed'), SUM(c.status='skipped')
+                   SUM(c.status='ok'), SUM(c.status='failed'), SUM(c.status='skipped'), r.owner
             FROM runs r LEFT JOIN cells c ON c.run_id = r.id {where}
             GROUP BY r.id ORDER BY r.id""", args).fetchall()
         return [RunRow(r[0], r[1], r[2], r[3], _loads(r[4]) or {}, _loads(r[5]) or {},
-                       r[6] or 0, r[7] or 0, r[8] or 0) for r in rows]
+                       r[6] or 0, r[7] or 0, r[8] or 0, r[9]) for r in rows]
 
     def runs(self) -> list[RunRow]:
         return self._run_rows()

@@ -1,5 +1,6 @@
 """store.py: round trips, one transaction per cell (crash safety), migrations, resume keys, verdicts."""
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -97,7 +98,12 @@ def test_crash_between_cells_loses_at_most_the_cell_in_flight(tmp_path: Path) ->
     # every committed cell is there, complete; the one in flight is gone without a trace
     assert [c.point for c in cells] == [f"p{i}" for i in range(1, 26)]
     assert all(c.metrics["rps"] == float(c.point[1:]) and len(c.metrics["blob"]) == 20000 for c in cells)
-    assert s.run(rid).status == "running"  # never finished: resume can pick it up
+    row = s.run(rid)
+    assert row.status == "running"  # never finished: resume can pick it up
+    assert row.owner == f"{proc.pid}@{row.owner.split('@')[1]}"
+    assert row.shown_status == "abandoned"  # its process is gone
+    s.reopen_run(rid)
+    assert s.run(rid).shown_status == "running" and s.run(rid).owner.startswith(f"{os.getpid()}@")
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
@@ -113,7 +119,8 @@ def test_migrates_an_older_schema(tmp_path: Path) -> None:
                     "VALUES (1,'s','w','p',1,'ok',?)", (json.dumps({"rps": rps}),))
     con.close()
     s = Store(db)
-    assert s.schema_version() == SCHEMA_VERSION == 2
+    assert s.schema_version() == SCHEMA_VERSION == 3
+    assert s.run(1).owner is None and s.run(1).shown_status == "finished"
     [c] = s.cells(1)
     assert c.metrics["rps"] == 2.0
     s.record_cell(1, CellRecord("s", "w", "p", 1, "ok", metrics={"rps": 3.0}))
