@@ -9,22 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import paths
+from .cli_run import _fail, _run_row, _store
 
 console = Console()
-
-
-def _open_store(db: Path | None):
-    from .store import Store, StoreError
-
-    path = db or paths.DB_PATH
-    if not path.exists():
-        console.print(f"[red]no results database at {path}[/red]; run `serverbench run` first or pass --db")
-        raise typer.Exit(1)
-    try:
-        return Store(path)
-    except StoreError as e:
-        console.print(f"[red]{e}[/red]")
-        raise typer.Exit(1) from None
 
 
 def _fmt(x: float | None, spec: str = ",.0f") -> str:
@@ -36,18 +23,13 @@ def report(run: Optional[int] = typer.Argument(None, help="run id (default: the 
            db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """Write the HTML, Markdown and CSV report of a run."""
     from .report import write_report
-    from .store import StoreError
 
-    store = _open_store(db)
+    store = _store(db, must_exist=True)
     run_id = run if run is not None else store.latest_run_id()
     if run_id is None:
-        console.print("[red]no runs in the database[/red]; run `serverbench run` first")
-        raise typer.Exit(1)
-    try:
-        result = write_report(store, run_id, out or paths.REPORTS)
-    except StoreError as e:
-        console.print(f"[red]{e}[/red]")
-        raise typer.Exit(1) from None
+        raise _fail(f"no runs in {store.path}; run `serverbench run` first")
+    _run_row(store, run_id)
+    result = write_report(store, run_id, out or paths.REPORTS)
     for p in (result.html, result.markdown, result.csv):
         print(p)
 
@@ -60,15 +42,9 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
                 db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """Throughput and p99 of run B relative to run A, judged against the repetitions' noise."""
     from .compare import ASSUMED_CV, MIN_EFFECT, compare
-    from .store import StoreError
-
-    store = _open_store(db)
-    try:
-        store.run(run_a), store.run(run_b)
-        rows = compare(store, run_a, run_b)
-    except StoreError as e:
-        console.print(f"[red]{e}[/red]")
-        raise typer.Exit(1) from None
+    store = _store(db, must_exist=True)
+    _run_row(store, run_a), _run_row(store, run_b)
+    rows = compare(store, run_a, run_b)
     t = Table(title=f"run {run_b} vs run {run_a}", caption=(
         "significant = min–max ranges apart and |B/A−1| > max(2×CV, "
         f"{MIN_EFFECT:.0%}); one repetition counts as CV {ASSUMED_CV:.0%}; "

@@ -25,10 +25,24 @@ def _fail(msg: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _store(db: Optional[Path]) -> Any:
+def _store(db: Optional[Path], must_exist: bool = False) -> Any:
+    """Open the results database, or exit with one line; `must_exist` for read-only commands."""
+    from . import paths
     from .store import Store, StoreError
+    path = db or paths.DB_PATH
+    if must_exist and not path.exists():
+        raise _fail(f"no results database at {path}; run `serverbench run` first or pass --db")
     try:
-        return Store(db) if db else Store()
+        return Store(path)
+    except StoreError as e:
+        raise _fail(str(e)) from None
+
+
+def _run_row(store: Any, run_id: int) -> Any:
+    """The stored run, or exit with the store's one-line error (it lists recent runs)."""
+    from .store import StoreError
+    try:
+        return store.run(run_id)
     except StoreError as e:
         raise _fail(str(e)) from None
 
@@ -151,11 +165,7 @@ def run_cmd(
         resume_id = run_id if run_id is not None else store.latest_run_id()
         if resume_id is None:
             raise _fail(f"no run to resume in {store.path}")
-        from .store import StoreError
-        try:
-            row = store.run(resume_id)
-        except StoreError as e:
-            raise _fail(str(e)) from None
+        row = _run_row(store, resume_id)
         if row.shown_status == "running":
             raise _fail(f"run {resume_id} is still being measured by process {(row.owner or '?').split('@')[0]}; "
                         "wait for it or stop that process before resuming")
@@ -255,15 +265,11 @@ def export_cmd(run: str = typer.Argument(..., help="Run id, or 'latest'."),
                db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """Export a run's cells (JSON: everything incl. loadgen output; CSV: the flat figures)."""
     from dataclasses import asdict
-    from .store import StoreError
     store = _store(db)
     run_id = store.latest_run_id() if run == "latest" else int(run) if run.isdigit() else None
     if run_id is None:
         raise _fail(f"run {run!r}: give a run id or 'latest' (see `serverbench results`)")
-    try:
-        row = store.run(run_id)
-    except StoreError as e:
-        raise _fail(str(e)) from None
+    row = _run_row(store, run_id)
     if fmt == "json":
         text = json.dumps({"run": asdict(row), "cells": [asdict(c) for c in store.cells(run_id)]}, indent=1)
     elif fmt == "csv":

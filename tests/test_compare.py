@@ -80,4 +80,4 @@ def test_cli_compare_table(store) -> None:
     assert "0.800" in res.output
     assert "1 regressions, 2 improvements" in res.output
     bad = CliRunner().invoke(app, ["compare", str(a), "99", "--db", str(st.path)])
-    assert bad.exit_code == 1 and "no run 99" in bad.output
+    assert bad.exit_code == 2 and "no run 99" in bad.output

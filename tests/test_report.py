@@ -155,4 +155,4 @@ def test_cli_report_prints_three_paths(built, tmp_path: Path) -> None:
     assert [p.name for p in printed] == [f"run-{run_id}.html", f"run-{run_id}.md", f"run-{run_id}.csv"]
     assert all(p.exists() for p in printed)
     missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.db")])
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2 and "no results database" in missing.output
