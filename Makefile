@@ -15,6 +15,7 @@ bench: system venv loadgen
 test: system venv loadgen tools
 	$(VENV)/bin/pytest -q tests
 	cd loadgen && cargo test --release --locked -q
+	cd servers/_shared/rust-contract && cargo test --locked -q
 	$(SB) build
 	$(SB) verify
 
@@ -42,4 +43,4 @@ verify: venv
 	$(SB) verify
 
 clean:
-	rm -rf build results/logs $(VENV) loadgen/target
+	rm -rf build results/logs $(VENV) loadgen/target servers/_shared/rust-contract/target

@@ -2,20 +2,14 @@
 //! threads, each running its own single-threaded runtime (one event loop per
 //! core); the acceptor hands new connections to the workers.
 
-use std::env;
 use std::path::PathBuf;
 use std::process;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix_web::http::KeepAlive;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 use serde::Serialize;
-
-const MAX_BODY: usize = 1024 * 1024;
-const MAX_MS: u64 = 60_000;
-
-static TENTH_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Serialize)]
 struct Message {
@@ -24,25 +18,6 @@ struct Message {
 
 struct Config {
     hello_file: PathBuf,
-}
-
-/// The integer value of query parameter `name` in 0..=max (`default` when
-/// absent); Err for a non-integer or out-of-range value.
-fn int_param(query: &str, name: &str, max: u64, default: u64) -> Result<u64, ()> {
-    let mut value = None;
-    for pair in query.split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if k == name {
-            value = Some(v);
-        }
-    }
-    match value {
-        None => Ok(default),
-        Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-            v.parse::<u64>().ok().filter(|&n| n <= max).ok_or(())
-        }
-        Some(_) => Err(()),
-    }
 }
 
 async fn hello() -> HttpResponse {
@@ -68,27 +43,23 @@ async fn file(config: web::Data<Config>) -> HttpResponse {
 }
 
 async fn delay(req: HttpRequest) -> HttpResponse {
-    let query = req.query_string();
-    let (Ok(ms), Ok(bytes)) =
-        (int_param(query, "ms", MAX_MS, 0), int_param(query, "bytes", MAX_BODY as u64, 0))
-    else {
+    let Ok(delay) = Delay::parse(req.query_string()) else {
         return HttpResponse::BadRequest().content_type("text/plain").body("Bad Request");
     };
-    if ms > 0 {
-        actix_web::rt::time::sleep(Duration::from_millis(ms)).await; // a timer on this worker's loop
+    if let Some(wait) = delay.wait {
+        actix_web::rt::time::sleep(wait).await; // a timer on this worker's loop
     }
-    HttpResponse::Ok().content_type("text/plain").body(vec![b'x'; bytes as usize])
+    HttpResponse::Ok().content_type("text/plain").body(delay.body())
 }
 
 async fn tenth(req: HttpRequest) -> HttpResponse {
-    let Ok(ms) = int_param(req.query_string(), "ms", MAX_MS, 2000) else {
+    let Ok(tenth) = Tenth::next(req.query_string()) else {
         return HttpResponse::BadRequest().content_type("text/plain").body("Bad Request");
     };
-    let n = TENTH_COUNTER.fetch_add(1, Ordering::SeqCst) + 1;
-    if n % 10 == 0 && ms > 0 {
-        actix_web::rt::time::sleep(Duration::from_millis(ms)).await;
+    if let Some(wait) = tenth.wait {
+        actix_web::rt::time::sleep(wait).await;
     }
-    HttpResponse::Ok().content_type("text/plain").body(n.to_string())
+    HttpResponse::Ok().content_type("text/plain").body(tenth.count.to_string())
 }
 
 async fn echo(body: web::Bytes) -> HttpResponse {
@@ -96,22 +67,7 @@ async fn echo(body: web::Bytes) -> HttpResponse {
 }
 
 fn main() {
-    let host = env::var("HOST").unwrap_or_else(|_| "127.0.0.1".to_string());
-    let port: u16 = match env::var("PORT").map(|p| p.parse()) {
-        Err(_) => 8080,
-        Ok(Ok(p)) => p,
-        Ok(Err(_)) => {
-            eprintln!("rust-actix: invalid PORT");
-            process::exit(2);
-        }
-    };
-    let workers = env::var("WORKERS")
-        .ok()
-        .and_then(|w| w.parse::<usize>().ok())
-        .filter(|&w| w > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let hello_file =
-        PathBuf::from(env::var("HELLO_FILE").unwrap_or_else(|_| "../../assets/hello.html".to_string()));
+    let Env { host, port, workers, hello_file } = Env::from_env("rust-actix");
     let config = web::Data::new(Config { hello_file });
 
     let result = actix_web::rt::System::new().block_on(async move {

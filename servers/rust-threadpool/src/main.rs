@@ -1,24 +1,22 @@
 //! serverbench contestant: a fixed pool of worker threads doing blocking I/O,
 //! in the style of the Rust book's final chapter. Each job is one whole
 //! connection, so at most $WORKERS connections are served at once; the rest
-//! wait in the channel until a worker is free. std only, no crates.
+//! wait in the channel until a worker is free. std only: no crates but the
+//! std-only `rust-contract` (SPEC rules shared by the Rust rows).
 
-use std::env;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const MAX_HEAD: u64 = 16 * 1024; // SPEC requires 8 KiB; allow some slack
-const MAX_BODY: u64 = 1024 * 1024;
-const MAX_MS: u64 = 60_000;
+use rust_contract::http::{self, HeadFields, Response};
+use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 
-static TENTH_COUNTER: AtomicU64 = AtomicU64::new(0);
+const MAX_HEAD: u64 = http::MAX_HEAD as u64;
 
 // ---------------------------------------------------------------- thread pool
 
@@ -79,63 +77,6 @@ impl From<io::Error> for ReadError {
     fn from(_: io::Error) -> Self {
         ReadError::Closed
     }
-}
-
-struct Response {
-    status: u16,
-    content_type: &'static str,
-    body: Vec<u8>,
-    allow: Option<&'static str>,
-}
-
-impl Response {
-    fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Response {
-        Response { status, content_type, body, allow: None }
-    }
-
-    fn text(status: u16, body: &str) -> Response {
-        Response::new(status, "text/plain", body.as_bytes().to_vec())
-    }
-
-    fn error(status: u16) -> Response {
-        Response::text(status, reason(status))
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        505 => "HTTP Version Not Supported",
-        _ => "Unknown",
-    }
-}
-
-fn write_response(out: &mut Vec<u8>, resp: &Response, keep_alive: bool, http10: bool) {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.content_type,
-        resp.body.len()
-    );
-    if let Some(allow) = resp.allow {
-        head.push_str(&format!("Allow: {allow}\r\n"));
-    }
-    if !keep_alive {
-        head.push_str("Connection: close\r\n");
-    } else if http10 {
-        head.push_str("Connection: keep-alive\r\n");
-    }
-    head.push_str("\r\n");
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(&resp.body);
 }
 
 // ---------------------------------------------------------------- parsing
@@ -200,12 +141,7 @@ fn read_request(
     };
 
     // Header fields: only the framing and connection ones matter to us.
-    let mut content_length: Option<u64> = None;
-    let mut chunked = false;
-    let mut has_te = false;
-    let mut conn_close = false;
-    let mut conn_keep_alive = false;
-    let mut expect_continue = false;
+    let mut fields = HeadFields::default();
     loop {
         let line = read_line(reader, budget)?.ok_or(ReadError::Closed)?;
         if line.is_empty() {
@@ -218,60 +154,24 @@ fn read_request(
         if !is_token(name) {
             return Err(ReadError::Status(400));
         }
-        let value = value.trim_matches(|c| c == ' ' || c == '\t');
-        if name.eq_ignore_ascii_case("content-length") {
-            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(ReadError::Status(400));
-            }
-            let n: u64 = value.parse().map_err(|_| ReadError::Status(400))?;
-            if content_length.is_some_and(|old| old != n) {
-                return Err(ReadError::Status(400));
-            }
-            content_length = Some(n);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            has_te = true;
-            // Only "chunked" alone is supported; anything else is refused.
-            chunked = value.eq_ignore_ascii_case("chunked");
-            if !chunked {
-                return Err(ReadError::Status(400));
-            }
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
-                    conn_close = true;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    conn_keep_alive = true;
-                }
-            }
-        } else if name.eq_ignore_ascii_case("expect") {
-            if !value.eq_ignore_ascii_case("100-continue") {
-                return Err(ReadError::Status(400));
-            }
-            expect_continue = true;
-        }
+        fields.field(name, value).map_err(ReadError::Status)?;
     }
-    // Both framings at once is a smuggling vector; HTTP/1.0 has no chunked.
-    if has_te && (content_length.is_some() || http10) {
-        return Err(ReadError::Status(400));
-    }
-    if content_length.is_some_and(|n| n > MAX_BODY) {
-        return Err(ReadError::Status(413));
-    }
-    let keep_alive = if http10 { conn_keep_alive && !conn_close } else { !conn_close };
+    let framing = fields.finish(http10).map_err(ReadError::Status)?;
 
     // Tell a waiting client to go on sending the body (curl does this above 1 KiB).
-    if expect_continue && !http10 && (chunked || content_length.unwrap_or(0) > 0) {
-        out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+    if framing.send_continue {
+        out.extend_from_slice(http::CONTINUE);
         stream.write_all(out)?;
         out.clear();
     }
-    let body = if chunked {
+    let body = if framing.chunked {
         read_chunked(reader)?
     } else {
-        let mut body = vec![0; content_length.unwrap_or(0) as usize];
+        let mut body = vec![0; framing.content_length];
         reader.read_exact(&mut body)?;
         body
     };
+    let keep_alive = framing.keep_alive;
     Ok(Request { method: method.to_string(), target: target.to_string(), http10, keep_alive, body })
 }
 
@@ -294,7 +194,7 @@ fn read_chunked(reader: &mut BufReader<TcpStream>) -> Result<Vec<u8>, ReadError>
         if size == 0 {
             break;
         }
-        if body.len() as u64 + size > MAX_BODY {
+        if body.len() as u64 + size > MAX_BODY as u64 {
             return Err(ReadError::Status(413));
         }
         let start = body.len();
@@ -322,25 +222,6 @@ struct Ctx {
     hello_file: PathBuf,
 }
 
-/// Returns the value of `name` parsed as an integer in 0..=max (default 0 when
-/// absent); Err for a non-integer or out-of-range value.
-fn int_param(query: &str, name: &str, max: u64, default: u64) -> Result<u64, ()> {
-    let raw = query
-        .split('&')
-        .filter_map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k == name).then_some(v)
-        })
-        .last();
-    match raw {
-        None => Ok(default),
-        Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-            v.parse::<u64>().ok().filter(|n| *n <= max).ok_or(())
-        }
-        Some(_) => Err(()),
-    }
-}
-
 /// Serializes {"message": msg}. Rust's std has no JSON library, so this is a
 /// minimal serializer with correct string escaping, run on every request.
 fn json_message(msg: &str) -> Vec<u8> {
@@ -362,25 +243,10 @@ fn json_message(msg: &str) -> Vec<u8> {
 }
 
 fn route(req: Request, ctx: &Ctx) -> Response {
-    let (path, query) = {
-        // Accept absolute-form targets too (RFC 9112 §3.2.2).
-        let t = req.target.as_str();
-        let t = match t.strip_prefix("http://") {
-            Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
-            None => t,
-        };
-        t.split_once('?').unwrap_or((t, ""))
+    let (path, query) = match http::resolve(&req.method, &req.target) {
+        Ok(found) => found,
+        Err(not_found_or_405) => return not_found_or_405,
     };
-    let allowed = match path {
-        "/" | "/json" | "/file" | "/delay" | "/tenth" => "GET",
-        "/echo" => "POST",
-        _ => return Response::error(404),
-    };
-    if req.method != allowed {
-        let mut resp = Response::error(405);
-        resp.allow = Some(allowed);
-        return resp;
-    }
     match path {
         "/" => Response::text(200, "Hello, World!"),
         "/json" => Response::new(200, "application/json", json_message("Hello, World!")),
@@ -392,25 +258,22 @@ fn route(req: Request, ctx: &Ctx) -> Response {
             }
         },
         "/delay" => {
-            let (Ok(ms), Ok(bytes)) =
-                (int_param(query, "ms", MAX_MS, 0), int_param(query, "bytes", MAX_BODY, 0))
-            else {
+            let Ok(delay) = Delay::parse(query) else {
                 return Response::error(400);
             };
-            if ms > 0 {
-                thread::sleep(Duration::from_millis(ms)); // blocks this pool thread
+            if let Some(wait) = delay.wait {
+                thread::sleep(wait); // blocks this pool thread
             }
-            Response::new(200, "text/plain", vec![b'x'; bytes as usize])
+            Response::new(200, "text/plain", delay.body())
         }
         "/tenth" => {
-            let Ok(ms) = int_param(query, "ms", MAX_MS, 2000) else {
+            let Ok(tenth) = Tenth::next(query) else {
                 return Response::error(400);
             };
-            let n = TENTH_COUNTER.fetch_add(1, Ordering::SeqCst) + 1;
-            if n % 10 == 0 && ms > 0 {
-                thread::sleep(Duration::from_millis(ms));
+            if let Some(wait) = tenth.wait {
+                thread::sleep(wait);
             }
-            Response::text(200, &n.to_string())
+            Response::text(200, &tenth.count.to_string())
         }
         "/echo" => Response::new(200, "application/octet-stream", req.body),
         _ => unreachable!(),
@@ -433,7 +296,7 @@ fn handle_connection(mut stream: TcpStream, ctx: &Ctx) {
             Err(ReadError::Closed) => break,
             Err(ReadError::Status(status)) => (false, Response::error(status), false),
         };
-        write_response(&mut out, &resp, keep_alive, http10);
+        resp.write_to(&mut out, keep_alive, http10);
         // Pipelined requests already buffered are answered in one write.
         if !keep_alive || reader.buffer().is_empty() || out.len() > 64 * 1024 {
             if stream.write_all(&out).is_err() {
@@ -468,22 +331,7 @@ fn linger_close(stream: &mut TcpStream, reader: &mut BufReader<TcpStream>) {
 // ---------------------------------------------------------------- main
 
 fn main() {
-    let host = env::var("HOST").unwrap_or_else(|_| "127.0.0.1".to_string());
-    let port: u16 = match env::var("PORT").map(|p| p.parse()) {
-        Err(_) => 8080,
-        Ok(Ok(p)) => p,
-        Ok(Err(_)) => {
-            eprintln!("invalid PORT");
-            process::exit(2);
-        }
-    };
-    let workers = env::var("WORKERS")
-        .ok()
-        .and_then(|w| w.parse::<usize>().ok())
-        .filter(|&w| w > 0)
-        .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
-    let hello_file =
-        PathBuf::from(env::var("HELLO_FILE").unwrap_or_else(|_| "../../assets/hello.html".to_string()));
+    let Env { host, port, workers, hello_file } = Env::from_env("rust-threadpool");
 
     let listener = match TcpListener::bind((host.as_str(), port)) {
         Ok(l) => l,

@@ -2,25 +2,20 @@
 //! task per connection, HTTP/1.1 handled by hand over tokio::net::TcpStream
 //! with request heads parsed by `httparse`.
 
-use std::env;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rust_contract::http::{self, Framing, HeadFields, Response, MAX_HEAD};
+use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-const MAX_HEAD: usize = 16 * 1024; // SPEC requires 8 KiB; allow some slack
 const MAX_HEADERS: usize = MAX_HEAD / 4; // the shortest field line is 4 bytes
-const MAX_BODY: usize = 1024 * 1024;
-const MAX_MS: u64 = 60_000;
-
-static TENTH_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Serialize)]
 struct Message {
@@ -44,39 +39,7 @@ struct Head {
     method: String,
     target: String,
     http10: bool,
-    keep_alive: bool,
-    content_length: usize,
-    chunked: bool,
-    expect_continue: bool,
-}
-
-struct Response {
-    status: u16,
-    content_type: &'static str,
-    body: Vec<u8>,
-    allow: Option<&'static str>,
-}
-
-impl Response {
-    fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
-        Response { status, content_type, body, allow: None }
-    }
-    fn error(status: u16) -> Self {
-        Response::new(status, "text/plain", reason(status).as_bytes().to_vec())
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        _ => "Unknown",
-    }
+    framing: Framing,
 }
 
 /// One client connection: the socket, bytes read but not yet consumed
@@ -123,14 +86,15 @@ impl Conn {
     }
 
     async fn read_body(&mut self, head: &Head) -> Result<Vec<u8>, Fail> {
-        if head.chunked {
+        if head.framing.chunked {
             return self.read_chunked().await;
         }
-        while self.pending().len() < head.content_length {
+        let len = head.framing.content_length;
+        while self.pending().len() < len {
             self.fill().await?;
         }
-        let body = self.pending()[..head.content_length].to_vec();
-        self.pos += head.content_length;
+        let body = self.pending()[..len].to_vec();
+        self.pos += len;
         Ok(body)
     }
 
@@ -238,118 +202,26 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, Fail> {
 /// Extracts what matters from a parsed head and rejects ambiguous framing.
 fn interpret(req: &httparse::Request) -> Result<Head, Fail> {
     let http10 = req.version == Some(0);
-    let mut content_length: Option<usize> = None;
-    let mut chunked = false;
-    let (mut conn_close, mut conn_keep_alive, mut expect_continue) = (false, false, false);
+    let mut fields = HeadFields::default();
     for h in req.headers.iter() {
-        let value = std::str::from_utf8(h.value).map_err(|_| Fail::Status(400))?.trim();
-        if h.name.eq_ignore_ascii_case("content-length") {
-            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(Fail::Status(400));
-            }
-            // Anything above the limit is answered 413 without reading it.
-            let n = value.parse::<usize>().unwrap_or(usize::MAX).min(MAX_BODY + 1);
-            if content_length.is_some_and(|old| old != n) {
-                return Err(Fail::Status(400));
-            }
-            content_length = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            // Only a lone "chunked" coding is supported.
-            if !value.eq_ignore_ascii_case("chunked") || chunked {
-                return Err(Fail::Status(400));
-            }
-            chunked = true;
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                conn_close |= token.eq_ignore_ascii_case("close");
-                conn_keep_alive |= token.eq_ignore_ascii_case("keep-alive");
-            }
-        } else if h.name.eq_ignore_ascii_case("expect") {
-            if !value.eq_ignore_ascii_case("100-continue") {
-                return Err(Fail::Status(400));
-            }
-            expect_continue = true;
-        }
-    }
-    // Both framings at once is a smuggling vector; HTTP/1.0 has no chunked.
-    if chunked && (content_length.is_some() || http10) {
-        return Err(Fail::Status(400));
-    }
-    let content_length = content_length.unwrap_or(0);
-    if content_length > MAX_BODY {
-        return Err(Fail::Status(413));
+        let value = std::str::from_utf8(h.value).map_err(|_| Fail::Status(400))?;
+        fields.field(h.name, value).map_err(Fail::Status)?;
     }
     Ok(Head {
         method: req.method.unwrap_or("").to_string(),
         target: req.path.unwrap_or("").to_string(),
         http10,
-        keep_alive: if http10 { conn_keep_alive && !conn_close } else { !conn_close },
-        content_length,
-        chunked,
-        expect_continue: expect_continue && !http10,
+        framing: fields.finish(http10).map_err(Fail::Status)?,
     })
-}
-
-fn write_response(out: &mut Vec<u8>, resp: &Response, keep_alive: bool, http10: bool) {
-    use std::io::Write;
-    let _ = write!(
-        out,
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.content_type,
-        resp.body.len()
-    );
-    if let Some(allow) = resp.allow {
-        let _ = write!(out, "Allow: {allow}\r\n");
-    }
-    if !keep_alive {
-        out.extend_from_slice(b"Connection: close\r\n");
-    } else if http10 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&resp.body);
 }
 
 // ---------------------------------------------------------------- handlers
 
-/// The integer value of query parameter `name` in 0..=max (`default` when
-/// absent); Err for a non-integer or out-of-range value.
-fn int_param(query: &str, name: &str, max: u64, default: u64) -> Result<u64, ()> {
-    let mut value = None;
-    for pair in query.split('&') {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if k == name {
-            value = Some(v);
-        }
-    }
-    match value {
-        None => Ok(default),
-        Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-            v.parse::<u64>().ok().filter(|&n| n <= max).ok_or(())
-        }
-        Some(_) => Err(()),
-    }
-}
-
 async fn route(head: &Head, body: Vec<u8>, hello_file: &PathBuf) -> Response {
-    // Accept absolute-form targets too (RFC 9112 §3.2.2).
-    let target = match head.target.strip_prefix("http://") {
-        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
-        None => head.target.as_str(),
+    let (path, query) = match http::resolve(&head.method, &head.target) {
+        Ok(found) => found,
+        Err(not_found_or_405) => return not_found_or_405,
     };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let allowed = match path {
-        "/" | "/json" | "/file" | "/delay" | "/tenth" => "GET",
-        "/echo" => "POST",
-        _ => return Response::error(404),
-    };
-    if head.method != allowed {
-        let mut resp = Response::error(405);
-        resp.allow = Some(allowed);
-        return resp;
-    }
     match path {
         "/" => Response::new(200, "text/plain", b"Hello, World!".to_vec()),
         "/json" => {
@@ -364,25 +236,22 @@ async fn route(head: &Head, body: Vec<u8>, hello_file: &PathBuf) -> Response {
             }
         },
         "/delay" => {
-            let (Ok(ms), Ok(bytes)) =
-                (int_param(query, "ms", MAX_MS, 0), int_param(query, "bytes", MAX_BODY as u64, 0))
-            else {
+            let Ok(delay) = Delay::parse(query) else {
                 return Response::error(400);
             };
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await; // a timer, no thread held
+            if let Some(wait) = delay.wait {
+                tokio::time::sleep(wait).await; // a timer, no thread held
             }
-            Response::new(200, "text/plain", vec![b'x'; bytes as usize])
+            Response::new(200, "text/plain", delay.body())
         }
         "/tenth" => {
-            let Ok(ms) = int_param(query, "ms", MAX_MS, 2000) else {
+            let Ok(tenth) = Tenth::next(query) else {
                 return Response::error(400);
             };
-            let n = TENTH_COUNTER.fetch_add(1, Ordering::SeqCst) + 1;
-            if n % 10 == 0 && ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+            if let Some(wait) = tenth.wait {
+                tokio::time::sleep(wait).await;
             }
-            Response::new(200, "text/plain", n.to_string().into_bytes())
+            Response::new(200, "text/plain", tenth.count.to_string().into_bytes())
         }
         "/echo" => Response::new(200, "application/octet-stream", body),
         _ => unreachable!(),
@@ -397,9 +266,9 @@ async fn serve(stream: TcpStream, hello_file: Arc<PathBuf>) {
     loop {
         let result = match conn.read_head().await {
             Ok(head) => {
-                if head.expect_continue && (head.chunked || head.content_length > 0) {
+                if head.framing.send_continue {
                     // Earlier pipelined responses go first.
-                    conn.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    conn.out.extend_from_slice(http::CONTINUE);
                     if conn.flush().await.is_err() {
                         return;
                     }
@@ -409,11 +278,11 @@ async fn serve(stream: TcpStream, hello_file: Arc<PathBuf>) {
             Err(e) => Err(e),
         };
         let (keep_alive, http10, resp) = match result {
-            Ok((head, body)) => (head.keep_alive, head.http10, route(&head, body, &hello_file).await),
+            Ok((head, body)) => (head.framing.keep_alive, head.http10, route(&head, body, &hello_file).await),
             Err(Fail::Closed) => break,
             Err(Fail::Status(status)) => (false, false, Response::error(status)),
         };
-        write_response(&mut conn.out, &resp, keep_alive, http10);
+        resp.write_to(&mut conn.out, keep_alive, http10);
         // Pipelined requests already buffered are answered in one write.
         if !keep_alive || conn.pending().is_empty() || conn.out.len() > 64 * 1024 {
             if conn.flush().await.is_err() {
@@ -431,23 +300,8 @@ async fn serve(stream: TcpStream, hello_file: Arc<PathBuf>) {
 // ---------------------------------------------------------------- main
 
 fn main() {
-    let host = env::var("HOST").unwrap_or_else(|_| "127.0.0.1".to_string());
-    let port: u16 = match env::var("PORT").map(|p| p.parse()) {
-        Err(_) => 8080,
-        Ok(Ok(p)) => p,
-        Ok(Err(_)) => {
-            eprintln!("rust-tokio: invalid PORT");
-            process::exit(2);
-        }
-    };
-    let workers = env::var("WORKERS")
-        .ok()
-        .and_then(|w| w.parse::<usize>().ok())
-        .filter(|&w| w > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let hello_file = Arc::new(PathBuf::from(
-        env::var("HELLO_FILE").unwrap_or_else(|_| "../../assets/hello.html".to_string()),
-    ));
+    let Env { host, port, workers, hello_file } = Env::from_env("rust-tokio");
+    let hello_file = Arc::new(hello_file);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)

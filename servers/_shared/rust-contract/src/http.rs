@@ -1,0 +1,279 @@
+//! HTTP/1.1 pieces common to the rows that speak it by hand (rust-threadpool
+//! over blocking std::net, rust-tokio over tokio with httparse): routing by
+//! SPEC's endpoint table, the header fields that decide framing and
+//! keep-alive, and the response head. Reading and writing sockets stays in
+//! each row. rust-actix leaves all of this to actix-web.
+
+use std::io::Write;
+
+/// Largest request head accepted. SPEC requires 8 KiB; allow some slack.
+pub const MAX_HEAD: usize = 16 * 1024;
+
+/// Interim response to `Expect: 100-continue`, sent before reading the body.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// The reason phrase of every status these rows send.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+    /// The `Allow` field of a 405.
+    pub allow: Option<&'static str>,
+}
+
+impl Response {
+    pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Response {
+        Response { status, content_type, body, allow: None }
+    }
+
+    pub fn text(status: u16, body: &str) -> Response {
+        Response::new(status, "text/plain", body.as_bytes().to_vec())
+    }
+
+    /// An error answered with its reason phrase as the body.
+    pub fn error(status: u16) -> Response {
+        Response::text(status, reason(status))
+    }
+
+    /// Appends the whole response to `out`, formatted straight into it (no
+    /// intermediate String). `Connection` is written only where it differs
+    /// from the version's default: close on 1.1, keep-alive on 1.0.
+    pub fn write_to(&self, out: &mut Vec<u8>, keep_alive: bool, http10: bool) {
+        // Writing to a Vec cannot fail.
+        let _ = write!(
+            out,
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+            self.status,
+            reason(self.status),
+            self.content_type,
+            self.body.len()
+        );
+        if let Some(allow) = self.allow {
+            let _ = write!(out, "Allow: {allow}\r\n");
+        }
+        if !keep_alive {
+            out.extend_from_slice(b"Connection: close\r\n");
+        } else if http10 {
+            out.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// Splits a request target into SPEC's path and the query string, accepting
+/// the absolute form too (RFC 9112 §3.2.2), and checks the method: Err holds
+/// the 404 for an unknown path or the 405 (with `Allow`) for a wrong method.
+pub fn resolve<'t>(method: &str, target: &'t str) -> Result<(&'t str, &'t str), Response> {
+    let target = match target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let allowed = match path {
+        "/" | "/json" | "/file" | "/delay" | "/tenth" => "GET",
+        "/echo" => "POST",
+        _ => return Err(Response::error(404)),
+    };
+    if method != allowed {
+        let mut resp = Response::error(405);
+        resp.allow = Some(allowed);
+        return Err(resp);
+    }
+    Ok((path, query))
+}
+
+/// How a request's body is framed and whether the connection stays open,
+/// as decided by `HeadFields::finish`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    /// Body length when not chunked (0 when absent), at most `MAX_BODY`.
+    pub content_length: usize,
+    pub chunked: bool,
+    pub keep_alive: bool,
+    /// Answer `CONTINUE` before reading the body: the client asked for it,
+    /// speaks HTTP/1.1 and there is a body to wait for.
+    pub send_continue: bool,
+}
+
+/// Collects, one header field at a time, the fields that matter to these
+/// rows (Content-Length, Transfer-Encoding, Connection, Expect); every other
+/// field is ignored. Errors are the status to answer before closing.
+/// Allocation-free: it is fed every field of every request.
+#[derive(Debug, Default)]
+pub struct HeadFields {
+    content_length: Option<u64>,
+    chunked: bool,
+    conn_close: bool,
+    conn_keep_alive: bool,
+    expect_continue: bool,
+}
+
+impl HeadFields {
+    /// `name` is the field name as received (already checked to be a token);
+    /// `value` may still carry the optional whitespace around it.
+    pub fn field(&mut self, name: &str, value: &str) -> Result<(), u16> {
+        let value = value.trim_matches([' ', '\t']);
+        if name.eq_ignore_ascii_case("content-length") {
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(400);
+            }
+            // Too many digits for u64 is simply too large (413 in `finish`).
+            let n = value.parse::<u64>().unwrap_or(u64::MAX);
+            // Differing lengths make the framing ambiguous.
+            if self.content_length.is_some_and(|old| old != n) {
+                return Err(400);
+            }
+            self.content_length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            // Only a lone "chunked" coding is supported; a second field would
+            // make it "chunked, chunked", which is invalid.
+            if !value.eq_ignore_ascii_case("chunked") || self.chunked {
+                return Err(400);
+            }
+            self.chunked = true;
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                self.conn_close |= token.eq_ignore_ascii_case("close");
+                self.conn_keep_alive |= token.eq_ignore_ascii_case("keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case("expect") {
+            if !value.eq_ignore_ascii_case("100-continue") {
+                return Err(400);
+            }
+            self.expect_continue = true;
+        }
+        Ok(())
+    }
+
+    /// Decides framing and keep-alive once the head is complete.
+    pub fn finish(self, http10: bool) -> Result<Framing, u16> {
+        // Both framings at once is a smuggling vector; HTTP/1.0 has no chunked.
+        if self.chunked && (self.content_length.is_some() || http10) {
+            return Err(400);
+        }
+        let content_length = self.content_length.unwrap_or(0);
+        if content_length > crate::MAX_BODY as u64 {
+            return Err(413);
+        }
+        let content_length = content_length as usize;
+        Ok(Framing {
+            content_length,
+            chunked: self.chunked,
+            // HTTP/1.1 persists unless told to close; HTTP/1.0 only when asked.
+            keep_alive: if http10 { self.conn_keep_alive && !self.conn_close } else { !self.conn_close },
+            send_continue: self.expect_continue && !http10 && (self.chunked || content_length > 0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(fields: &[(&str, &str)], http10: bool) -> Result<Framing, u16> {
+        let mut h = HeadFields::default();
+        for (name, value) in fields {
+            h.field(name, value)?;
+        }
+        h.finish(http10)
+    }
+
+    #[test]
+    fn response_head() {
+        let mut out = Vec::new();
+        Response::text(200, "hi").write_to(&mut out, true, false);
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi");
+        out.clear();
+        let mut r = Response::error(405);
+        r.allow = Some("GET");
+        r.write_to(&mut out, false, false);
+        let want = "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\
+                    Allow: GET\r\nConnection: close\r\n\r\nMethod Not Allowed";
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), want);
+        out.clear();
+        Response::new(200, "application/octet-stream", vec![]).write_to(&mut out, true, true);
+        assert!(out.ends_with(b"Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"));
+    }
+
+    #[test]
+    fn resolve_paths_and_methods() {
+        assert_eq!(resolve("GET", "/").ok(), Some(("/", "")));
+        assert_eq!(resolve("GET", "/delay?ms=1&bytes=2").ok(), Some(("/delay", "ms=1&bytes=2")));
+        assert_eq!(resolve("GET", "http://example.com/json?x").ok(), Some(("/json", "x")));
+        assert_eq!(resolve("GET", "http://example.com").ok(), Some(("/", "")));
+        assert_eq!(resolve("POST", "/echo").ok(), Some(("/echo", "")));
+        assert_eq!(resolve("GET", "/nope").err().map(|r| r.status), Some(404));
+        assert_eq!(resolve("GET", "/json/").err().map(|r| r.status), Some(404));
+        let r = resolve("POST", "/").err().unwrap();
+        assert_eq!((r.status, r.allow), (405, Some("GET")));
+        let r = resolve("GET", "/echo").err().unwrap();
+        assert_eq!((r.status, r.allow), (405, Some("POST")));
+    }
+
+    #[test]
+    fn framing_defaults() {
+        let f = head(&[("Host", "x"), ("X-Other", "whatever")], false).unwrap();
+        assert_eq!(f, Framing { content_length: 0, chunked: false, keep_alive: true, send_continue: false });
+        assert!(!head(&[], true).unwrap().keep_alive);
+    }
+
+    #[test]
+    fn content_length_rules() {
+        assert_eq!(head(&[("Content-Length", " 5 ")], false).unwrap().content_length, 5);
+        assert_eq!(head(&[("content-length", "5"), ("Content-Length", "5")], false).unwrap().content_length, 5);
+        assert_eq!(head(&[("Content-Length", "1048576")], false).unwrap().content_length, crate::MAX_BODY);
+        assert_eq!(head(&[("Content-Length", "1048577")], false), Err(413));
+        assert_eq!(head(&[("Content-Length", "99999999999999999999999")], false), Err(413));
+        for bad in ["", "-1", "+5", "5x", "0x10", "1 2"] {
+            assert_eq!(head(&[("Content-Length", bad)], false), Err(400), "{bad:?}");
+        }
+        assert_eq!(head(&[("Content-Length", "5"), ("Content-Length", "6")], false), Err(400));
+    }
+
+    #[test]
+    fn transfer_encoding_rules() {
+        let f = head(&[("Transfer-Encoding", "Chunked")], false).unwrap();
+        assert!(f.chunked && f.content_length == 0);
+        assert_eq!(head(&[("Transfer-Encoding", "gzip")], false), Err(400));
+        assert_eq!(head(&[("Transfer-Encoding", "gzip, chunked")], false), Err(400));
+        assert_eq!(head(&[("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], false), Err(400));
+        assert_eq!(head(&[("Transfer-Encoding", "chunked"), ("Content-Length", "3")], false), Err(400));
+        assert_eq!(head(&[("Content-Length", "3"), ("Transfer-Encoding", "chunked")], false), Err(400));
+        assert_eq!(head(&[("Transfer-Encoding", "chunked")], true), Err(400));
+    }
+
+    #[test]
+    fn connection_rules() {
+        assert!(!head(&[("Connection", "close")], false).unwrap().keep_alive);
+        assert!(!head(&[("Connection", "Upgrade, CLOSE")], false).unwrap().keep_alive);
+        assert!(head(&[("Connection", "keep-alive")], true).unwrap().keep_alive);
+        assert!(!head(&[("Connection", "keep-alive, close")], true).unwrap().keep_alive);
+        assert!(head(&[("Connection", "te")], false).unwrap().keep_alive);
+    }
+
+    #[test]
+    fn expect_rules() {
+        assert!(head(&[("Expect", "100-continue"), ("Content-Length", "3")], false).unwrap().send_continue);
+        assert!(head(&[("Expect", "100-Continue"), ("Transfer-Encoding", "chunked")], false).unwrap().send_continue);
+        // Nothing to wait for, or an HTTP/1.0 client that knows no 100: no interim response.
+        assert!(!head(&[("Expect", "100-continue")], false).unwrap().send_continue);
+        assert!(!head(&[("Expect", "100-continue"), ("Content-Length", "3")], true).unwrap().send_continue);
+        assert_eq!(head(&[("Expect", "200-ok")], false), Err(400));
+    }
+}
