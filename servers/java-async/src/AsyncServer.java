@@ -6,7 +6,6 @@ import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.AsynchronousServerSocketChannel;
 import java.nio.channels.AsynchronousSocketChannel;
 import java.nio.channels.CompletionHandler;
-import java.nio.file.Path;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -19,12 +18,10 @@ import java.util.concurrent.TimeUnit;
  */
 public final class AsyncServer {
     public static void main(String[] args) throws Exception {
-        String host = env("HOST", "127.0.0.1");
-        int port = Integer.parseInt(env("PORT", "8080"));
-        int workers = Integer.parseInt(env("WORKERS", Integer.toString(Runtime.getRuntime().availableProcessors())));
-        Routes.helloFile = Path.of(env("HELLO_FILE", "../../assets/hello.html"));
+        ServerEnv env = ServerEnv.read("java-async");
+        Routes.helloFile = env.helloFile();
 
-        AsynchronousChannelGroup group = AsynchronousChannelGroup.withFixedThreadPool(workers, Executors.defaultThreadFactory());
+        AsynchronousChannelGroup group = AsynchronousChannelGroup.withFixedThreadPool(env.workers(), Executors.defaultThreadFactory());
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "delay-timer");
             t.setDaemon(true);
@@ -34,13 +31,12 @@ public final class AsyncServer {
         try {
             server = AsynchronousServerSocketChannel.open(group);
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(new InetSocketAddress(host, port), 4096);
+            server.bind(new InetSocketAddress(env.host(), env.port()), ServerEnv.BACKLOG);
         } catch (IOException e) {
-            System.err.println("java-async: cannot listen on " + host + ":" + port + ": " + e.getMessage());
-            System.exit(1);
+            env.cannotListen(e.getMessage());
             return;
         }
-        System.out.println("java-async listening on " + host + ":" + port + " (" + workers + " completion threads)");
+        env.listening(env.workers() + " completion threads");
 
         server.accept(null, new CompletionHandler<AsynchronousSocketChannel, Void>() {
             @Override
@@ -57,15 +53,10 @@ public final class AsyncServer {
             public void failed(Throwable e, Void v) {
                 if (e instanceof AsynchronousCloseException) return;
                 // e.g. out of file descriptors: retry shortly instead of spinning
-                System.err.println("java-async: accept failed: " + e);
+                System.err.println(env.name() + ": accept failed: " + e);
                 timer.schedule(() -> server.accept(null, this), 10, TimeUnit.MILLISECONDS);
             }
         });
         Thread.currentThread().join();   // the group's threads do the work
-    }
-
-    static String env(String name, String dflt) {
-        String v = System.getenv(name);
-        return v == null || v.isEmpty() ? dflt : v;
     }
 }

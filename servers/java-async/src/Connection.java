@@ -2,7 +2,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousSocketChannel;
 import java.nio.channels.CompletionHandler;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
@@ -16,8 +15,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class Connection {
     private static final int MAX_BATCH = 256 * 1024;   // answered-but-unwritten bytes before we write
-
-    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
 
     private final AsynchronousSocketChannel ch;
     private final ScheduledExecutorService timer;
@@ -55,25 +52,23 @@ final class Connection {
     /** Answers every complete request in the buffer, then writes and reads on. */
     private void pump() {
         while (true) {
-            RequestParser.Request req;
+            Request req;
             try {
                 req = parser.next();
-            } catch (RequestParser.HttpError e) {
-                Routes.Response err = new Routes.Response(e.status, "text/plain",
-                        ByteBuffer.wrap(e.getMessage().getBytes(StandardCharsets.ISO_8859_1)), false, false);
-                queue(err);
+            } catch (HttpError e) {
+                queue(Response.refusal(e));
                 writeThen(this::lingerClose);
                 return;
             }
             if (req == null) {   // need more bytes: send what we have, then read
                 if (parser.takeContinue()) {
-                    out.add(ByteBuffer.wrap(CONTINUE));
-                    outBytes += CONTINUE.length;
+                    out.add(ByteBuffer.wrap(Response.CONTINUE));
+                    outBytes += Response.CONTINUE.length;
                 }
                 writeThen(this::read);
                 return;
             }
-            Routes.Response resp = Routes.handle(req);
+            Response resp = Routes.handle(req);
             if (resp.delayMs > 0) {
                 // Natural async wait: a timer, never a sleeping completion thread. Earlier
                 // pipelined answers go out first; the write completion resumes us on the group.
@@ -95,13 +90,13 @@ final class Connection {
         }
     }
 
-    private void queue(Routes.Response r) {
-        ByteBuffer head = r.head();
-        out.add(head);
-        outBytes += head.remaining();
+    private void queue(Response r) {
+        byte[] head = r.head();
+        out.add(ByteBuffer.wrap(head));
+        outBytes += head.length;
         if (r.sendBody()) {
-            out.add(r.body);
-            outBytes += r.body.remaining();
+            out.add(ByteBuffer.wrap(r.body, r.off, r.len));
+            outBytes += r.len;
         }
     }
 

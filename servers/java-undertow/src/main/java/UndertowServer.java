@@ -13,9 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.xnio.Options;
 
 /**
@@ -25,15 +23,7 @@ import org.xnio.Options;
  * to Undertow's worker pool.
  */
 public final class UndertowServer implements HttpHandler {
-    static final int MAX_BODY = 1 << 20;
     static final ObjectMapper MAPPER = new ObjectMapper();
-    static final byte[] HELLO = "Hello, World!".getBytes(StandardCharsets.ISO_8859_1);
-    static final byte[] XS = new byte[MAX_BODY];
-    static final AtomicLong TENTH = new AtomicLong();
-
-    static {
-        Arrays.fill(XS, (byte) 'x');
-    }
 
     record Message(String message) {
     }
@@ -45,27 +35,21 @@ public final class UndertowServer implements HttpHandler {
     }
 
     public static void main(String[] args) {
-        String host = env("HOST", "127.0.0.1");
-        int port = Integer.parseInt(env("PORT", "8080"));
-        int workers = Integer.parseInt(env("WORKERS", Integer.toString(Runtime.getRuntime().availableProcessors())));
-        Path helloFile = Path.of(env("HELLO_FILE", "../../assets/hello.html"));
-
+        ServerEnv env = ServerEnv.read("java-undertow");
         Undertow server = Undertow.builder()
-                .addHttpListener(port, host)
-                .setIoThreads(workers)           // one event loop per core
-                .setWorkerThreads(workers * 8)   // Undertow's default ratio; runs the dispatched /file reads
-                .setSocketOption(Options.BACKLOG, 4096)
+                .addHttpListener(env.port(), env.host())
+                .setIoThreads(env.workers())           // one event loop per core
+                .setWorkerThreads(env.workers() * 8)   // Undertow's default ratio; runs the dispatched /file reads
+                .setSocketOption(Options.BACKLOG, ServerEnv.BACKLOG)
                 // answers "Expect: 100-continue" when the handler starts reading the body
-                .setHandler(Handlers.httpContinueRead(new UndertowServer(helloFile)))
+                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile())))
                 .build();
         try {
             server.start();
         } catch (RuntimeException e) {
-            Throwable cause = e.getCause() != null ? e.getCause() : e;
-            System.err.println("java-undertow: cannot listen on " + host + ":" + port + ": " + cause);
-            System.exit(1);   // XNIO's threads are already running
+            env.cannotListen(e.getCause() != null ? e.getCause() : e);   // exits: XNIO's threads are already running
         }
-        System.out.println("java-undertow listening on " + host + ":" + port + " (" + workers + " IO threads)");
+        env.listening(env.workers() + " IO threads");
     }
 
     @Override
@@ -74,7 +58,7 @@ public final class UndertowServer implements HttpHandler {
         switch (ex.getRequestPath()) {
             case "/":
                 if (!get) notAllowed(ex, "GET, HEAD");
-                else send(ex, 200, "text/plain", ByteBuffer.wrap(HELLO));
+                else send(ex, 200, "text/plain", ByteBuffer.wrap(Contract.HELLO));
                 return;
             case "/json":
                 if (!get) notAllowed(ex, "GET, HEAD");
@@ -94,10 +78,10 @@ public final class UndertowServer implements HttpHandler {
                     notAllowed(ex, "GET, HEAD");
                     return;
                 }
-                long ms = queryInt(ex.getQueryString(), "ms", 0, 60_000, 0);
-                long n = queryInt(ex.getQueryString(), "bytes", 0, MAX_BODY, 0);
+                long ms = Contract.delayMs(ex.getQueryString());
+                int n = Contract.delayBytes(ex.getQueryString());
                 if (ms < 0 || n < 0) badRequest(ex);
-                else later(ex, ms, "text/plain", ByteBuffer.wrap(XS, 0, (int) n));
+                else later(ex, ms, "text/plain", ByteBuffer.wrap(Contract.XS, 0, n));
                 return;
             }
             case "/tenth": {
@@ -105,13 +89,13 @@ public final class UndertowServer implements HttpHandler {
                     notAllowed(ex, "GET, HEAD");
                     return;
                 }
-                long ms = queryInt(ex.getQueryString(), "ms", 0, 60_000, 2000);
+                long ms = Contract.tenthMs(ex.getQueryString());
                 if (ms < 0) {
                     badRequest(ex);
                     return;
                 }
-                long count = TENTH.incrementAndGet();
-                later(ex, count % 10 == 0 ? ms : 0, "text/plain",
+                long count = Contract.nextTenth();
+                later(ex, Contract.tenthWaits(count) ? ms : 0, "text/plain",
                         ByteBuffer.wrap(Long.toString(count).getBytes(StandardCharsets.ISO_8859_1)));
                 return;
             }
@@ -133,14 +117,14 @@ public final class UndertowServer implements HttpHandler {
      * Undertow would drop the connection instead of answering 413.
      */
     private static void receiveBody(HttpServerExchange ex) {
-        if (ex.getRequestContentLength() > MAX_BODY) {   // -1 when chunked
+        if (ex.getRequestContentLength() > Contract.MAX_BODY) {   // -1 when chunked
             tooLarge(ex);
             return;
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         ex.getRequestReceiver().receivePartialBytes((e, part, last) -> {
             if (e.isResponseStarted()) return;   // already refused
-            if (body.size() + part.length > MAX_BODY) {
+            if (body.size() + part.length > Contract.MAX_BODY) {
                 tooLarge(e);
                 return;
             }
@@ -203,27 +187,5 @@ public final class UndertowServer implements HttpHandler {
     private static void notAllowed(HttpServerExchange ex, String allow) {
         ex.getResponseHeaders().put(Headers.ALLOW, allow);
         text(ex, 405, "Method Not Allowed");
-    }
-
-    /** Value of query parameter {@code key} in [min, max]; {@code dflt} if absent; -1 if invalid. */
-    static long queryInt(String query, String key, long min, long max, long dflt) {
-        long result = dflt;
-        for (String pair : query.split("&")) {
-            int eq = pair.indexOf('=');
-            String k = eq < 0 ? pair : pair.substring(0, eq);
-            if (!k.equals(key)) continue;
-            String v = eq < 0 ? "" : pair.substring(eq + 1);
-            if (v.isEmpty() || v.length() > 9) return -1;
-            for (int i = 0; i < v.length(); i++)
-                if (v.charAt(i) < '0' || v.charAt(i) > '9') return -1;
-            result = Long.parseLong(v);
-            if (result < min || result > max) return -1;
-        }
-        return result;
-    }
-
-    static String env(String name, String dflt) {
-        String v = System.getenv(name);
-        return v == null || v.isEmpty() ? dflt : v;
     }
 }

@@ -3,38 +3,29 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Incremental HTTP/1.1 request parser over one connection's read buffer.
- * Bytes arrive in any split; {@link #next()} returns a complete request or null
- * (read more), so nothing ever blocks a completion thread.
+ * Incremental HTTP/1.1 request parser over one connection's read buffer, shared by
+ * the std-only java-* rows: the blocking ones fill the buffer from the socket's
+ * InputStream on their own thread, java-async from completion handlers. Bytes
+ * arrive in any split; {@link #next()} returns a complete request or null (read
+ * more), so the parser itself never waits for input.
  */
 final class RequestParser {
     static final int MAX_HEAD = 16 * 1024;   // request line + headers (SPEC: accept 8 KiB)
-    static final int MAX_BODY = 1 << 20;
     static final int MAX_BUFFER = 64 * 1024;
-
-    /** A parsed request. */
-    record Request(String method, String path, String query, boolean http10, boolean keepAlive, byte[] body) {
-    }
-
-    /** A request we refuse; the connection is closed after the answer. */
-    static final class HttpError extends Exception {
-        final int status;
-        HttpError(int status, String msg) {
-            super(msg, null, false, false);
-            this.status = status;
-        }
-    }
+    private static final byte[] NO_BODY = new byte[0];
 
     private enum State { HEAD, BODY, CHUNK_SIZE, CHUNK_DATA, CHUNK_END, TRAILER }
 
-    // Unconsumed bytes are [start, buf.position()).
+    // Unconsumed bytes are [start, buf.position()). Kept small: the threads model holds 10k connections.
     private ByteBuffer buf = ByteBuffer.allocate(4096);
     private int start;
     private int lineStart;   // HEAD: where the current unterminated header line begins
     private int scanned;     // HEAD: bytes before this were already searched for LF
     private State state = State.HEAD;
 
-    private Request head;    // request line + headers, body still to come
+    // the request whose body is still to come
+    private String method, path, query;
+    private boolean http10, keepAlive;
     private long contentLength;
     private byte[] body;
     private int bodyLen;
@@ -43,7 +34,7 @@ final class RequestParser {
     private int trailerBudget;
     private boolean continuePending;   // client sent "Expect: 100-continue" and waits for it
 
-    /** The buffer to read into: unconsumed bytes moved to the front, room guaranteed. */
+    /** The buffer to read into (a heap buffer): unconsumed bytes moved to the front, room guaranteed. */
     ByteBuffer bufferForRead() {
         if (start > 0) {
             byte[] a = buf.array();
@@ -63,7 +54,7 @@ final class RequestParser {
         return buf;
     }
 
-    /** Whether to send "100 Continue" now (once per request). */
+    /** Whether to send "100 Continue" now (once per request, only while its body is awaited). */
     boolean takeContinue() {
         boolean c = continuePending;
         continuePending = false;
@@ -104,9 +95,9 @@ final class RequestParser {
                         return null;
                     }
                     if (headEnd - start > MAX_HEAD) throw new HttpError(431, "Request Header Fields Too Large");
-                    parseHead(new String(a, start, headEnd - start, StandardCharsets.ISO_8859_1));
+                    parseHead(a, start, headEnd);
                     start = lineStart = scanned = headEnd;
-                    if (state == State.HEAD) return finish(new byte[0]);
+                    if (state == State.HEAD) return finish(NO_BODY);
                     break;
                 }
                 case BODY: {
@@ -118,7 +109,7 @@ final class RequestParser {
                     return finish(body);
                 }
                 case CHUNK_SIZE: {
-                    String line = line(a, end, 1024);
+                    String line = takeLine(a, end, 1024);
                     if (line == null) return null;
                     int semi = line.indexOf(';');
                     String hex = (semi < 0 ? line : line.substring(0, semi)).strip();
@@ -130,7 +121,7 @@ final class RequestParser {
                         throw new HttpError(400, "Bad Request");
                     }
                     if (size < 0) throw new HttpError(400, "Bad Request");
-                    if (chunks.size() + size > MAX_BODY) throw new HttpError(413, "Payload Too Large");
+                    if (chunks.size() + size > Contract.MAX_BODY) throw new HttpError(413, "Payload Too Large");
                     chunkLeft = size;
                     state = size == 0 ? State.TRAILER : State.CHUNK_DATA;
                     trailerBudget = MAX_HEAD;
@@ -146,14 +137,14 @@ final class RequestParser {
                     break;
                 }
                 case CHUNK_END: {
-                    String line = line(a, end, 2);
+                    String line = takeLine(a, end, 2);
                     if (line == null) return null;
                     if (!line.isEmpty()) throw new HttpError(400, "Bad Request");
                     state = State.CHUNK_SIZE;
                     break;
                 }
                 case TRAILER: {   // trailer fields are read and ignored
-                    String line = line(a, end, trailerBudget);
+                    String line = takeLine(a, end, trailerBudget);
                     if (line == null) return null;
                     trailerBudget -= line.length() + 2;
                     if (line.isEmpty()) return finish(chunks.toByteArray());
@@ -164,7 +155,7 @@ final class RequestParser {
     }
 
     /** One LF-terminated line (CR stripped) from [start, end), consumed; null if incomplete. */
-    private String line(byte[] a, int end, int limit) throws HttpError {
+    private String takeLine(byte[] a, int end, int limit) throws HttpError {
         for (int i = start; i < end; i++) {
             if (a[i] == '\n') {
                 int len = i - start;
@@ -179,28 +170,18 @@ final class RequestParser {
     }
 
     private Request finish(byte[] b) {
-        Request r = head;
         state = State.HEAD;
         lineStart = scanned = start;
-        head = null;
         body = null;
         chunks = null;
-        return new Request(r.method(), r.path(), r.query(), r.http10(), r.keepAlive(), b);
+        continuePending = false;   // the body is here: no "100 Continue" owed (RFC 9110 §10.1.1)
+        return new Request(method, path, query, http10, keepAlive, b);
     }
 
-    /** Request line and header fields; sets the body state. */
-    private void parseHead(String text) throws HttpError {
-        String[] lines = text.split("\n", -1);
-        for (int i = 0; i < lines.length; i++) {
-            String l = lines[i];
-            if (l.endsWith("\r")) l = l.substring(0, l.length() - 1);
-            for (int j = 0; j < l.length(); j++) {
-                char c = l.charAt(j);
-                if ((c < 0x20 && c != '\t') || c == 0x7f) throw new HttpError(400, "Bad Request");
-            }
-            lines[i] = l;
-        }
-        String requestLine = lines[0];
+    /** Request line and header fields in a[from, to), which ends with the empty line; sets the body state. */
+    private void parseHead(byte[] a, int from, int to) throws HttpError {
+        int lf = indexOfLf(a, from, to);
+        String requestLine = headLine(a, from, lf);
         int sp1 = requestLine.indexOf(' ');
         int sp2 = sp1 < 0 ? -1 : requestLine.indexOf(' ', sp1 + 1);
         if (sp1 <= 0 || sp2 < 0 || sp2 == sp1 + 1 || requestLine.indexOf(' ', sp2 + 1) >= 0)
@@ -217,12 +198,14 @@ final class RequestParser {
 
         long length = -1;
         boolean chunked = false, hasTE = false, closeToken = false, keepAliveToken = false, expectContinue = false;
-        // lines ends with the two empty strings around the final LF
-        for (int i = 1; i < lines.length && !lines[i].isEmpty(); i++) {
-            String h = lines[i];
+        while (true) {   // header fields up to the empty line that ends a[from, to)
+            int lineFrom = lf + 1;
+            lf = indexOfLf(a, lineFrom, to);
+            String h = headLine(a, lineFrom, lf);
+            if (h.isEmpty()) break;
             int colon = h.indexOf(':');
-            if (colon <= 0 || !isToken(h.substring(0, colon))) throw new HttpError(400, "Bad Request");
-            String name = h.substring(0, colon);
+            String name = colon <= 0 ? "" : h.substring(0, colon);
+            if (!isToken(name)) throw new HttpError(400, "Bad Request");
             String value = h.substring(colon + 1).strip();
             if (name.equalsIgnoreCase("Content-Length")) {
                 long n = parseLength(value);
@@ -243,15 +226,17 @@ final class RequestParser {
         }
         // Ambiguous framing is how requests get smuggled: refuse it and close.
         if (hasTE && (!chunked || length >= 0 || http10)) throw new HttpError(400, "Bad Request");
-        if (length > MAX_BODY) throw new HttpError(413, "Payload Too Large");
+        if (length > Contract.MAX_BODY) throw new HttpError(413, "Payload Too Large");
 
         int q = target.indexOf('?');
         String path = q < 0 ? target : target.substring(0, q);
-        String query = q < 0 ? "" : target.substring(q + 1);
         if (!path.startsWith("/")) throw new HttpError(400, "Bad Request");
+        this.method = method;
+        this.path = path;
+        this.query = q < 0 ? "" : target.substring(q + 1);
+        this.http10 = http10;
         // HTTP/1.1 is persistent unless "close"; HTTP/1.0 only with "keep-alive".
-        boolean keepAlive = !closeToken && (!http10 || keepAliveToken);
-        head = new Request(method, path, query, http10, keepAlive, null);
+        this.keepAlive = !closeToken && (!http10 || keepAliveToken);
 
         continuePending = expectContinue && !http10 && (chunked || length > 0);
         if (chunked) {
@@ -263,6 +248,22 @@ final class RequestParser {
             bodyLen = 0;
             state = State.BODY;
         }
+    }
+
+    private static int indexOfLf(byte[] a, int from, int to) {
+        for (int i = from; i < to; i++)
+            if (a[i] == '\n') return i;
+        return to;   // not reached: the header block ends with LF
+    }
+
+    /** Header-block line a[from, lf) without its CR, as ISO-8859-1 (RFC 9110); control characters refused. */
+    private static String headLine(byte[] a, int from, int lf) throws HttpError {
+        int end = lf > from && a[lf - 1] == '\r' ? lf - 1 : lf;
+        for (int i = from; i < end; i++) {
+            int c = a[i] & 0xff;
+            if ((c < 0x20 && c != '\t') || c == 0x7f) throw new HttpError(400, "Bad Request");
+        }
+        return new String(a, from, end - from, StandardCharsets.ISO_8859_1);
     }
 
     private static long parseLength(String v) throws HttpError {
