@@ -6,18 +6,17 @@ run pipeline and the reports register theirs from `cli_run` / `cli_report`.
 from __future__ import annotations
 
 import importlib
-import os
 import resource
 import shutil
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from serverbench import __version__, build as build_mod, doctor as doctor_mod, paths
 from serverbench import supervisor
 from serverbench.catalog import Catalog, CatalogError, Manifest, load_catalog, select
+from serverbench.console import console, err_console
 
 app = typer.Typer(
     help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",
@@ -25,18 +24,6 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-
-
-def _console(stderr: bool = False) -> Console:
-    """Rich console; 160 columns when not a terminal (CI logs) so tables don't fold."""
-    c = Console(stderr=stderr)
-    if not c.is_terminal and "COLUMNS" not in os.environ:
-        c = Console(stderr=stderr, width=160)
-    return c
-
-
-console = _console()
-err_console = _console(stderr=True)
 
 IdsArg = typer.Argument(None, help="Server ids (folder names under servers/); default: all.",
                         show_default=False)

@@ -5,13 +5,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from . import paths
 from .cli_run import _fail, _run_row, _store
-
-console = Console()
+from .console import console
 
 
 def _fmt(x: float | None, spec: str = ",.0f") -> str:
@@ -39,15 +37,19 @@ VERDICT_STYLE = {"regression": "red", "improvement": "green", "within noise": "d
 
 def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
                 run_b: int = typer.Argument(..., help="run to compare with the baseline"),
-                db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
+                db: Optional[Path] = typer.Option(None, "--db", help="results database"),
+                show_all: bool = typer.Option(False, "--all", help="also list cells measured in only one run")) -> None:
     """Throughput and p99 of run B relative to run A, judged against the repetitions' noise."""
-    from .compare import ASSUMED_CV, MIN_EFFECT, compare
+    from .compare import MIN_EFFECT, UNJUDGED, compare
     store = _store(db, must_exist=True)
     _run_row(store, run_a), _run_row(store, run_b)
     rows = compare(store, run_a, run_b)
+    one_sided = [r for r in rows if r.a is None or r.b is None]
+    if not show_all:
+        rows = [r for r in rows if r.a is not None and r.b is not None]
     t = Table(title=f"run {run_b} vs run {run_a}", caption=(
         "significant = min–max ranges apart and |B/A−1| > max(2×CV, "
-        f"{MIN_EFFECT:.0%}); one repetition counts as CV {ASSUMED_CV:.0%}; "
+        f"{MIN_EFFECT:.0%}); a run of 1 repetition is not judged (--repeat 3 gives the noise); "
         "capacity points compare capacity req/s"))
     for col in ("server", "workload", "point"):
         t.add_column(col)
@@ -66,8 +68,11 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
     console.print(t)
     regressions = sum(r.verdict == "regression" for r in rows)
     improvements = sum(r.verdict == "improvement" for r in rows)
+    unjudged = sum(r.verdict == UNJUDGED for r in rows)
     console.print(f"{regressions} regressions, {improvements} improvements, "
-                  f"{len(rows) - regressions - improvements} other rows")
+                  f"{len(rows) - regressions - improvements - unjudged} within noise, {unjudged} not judged"
+                  + (f"; {len(one_sided)} measured in only one run (--all lists them)"
+                     if one_sided and not show_all else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -16,8 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from .console import console, err_console as err  # noqa: E402
 
 
 def _fail(msg: str, code: int = 2) -> typer.Exit:

@@ -230,10 +230,6 @@ def _proc_tree_cpu(pid: int) -> dict[tuple[int, float], float]:
 def check_delay_cpu(ctx: _Ctx) -> str:
     if ctx.pid is None:
         raise CheckSkipped("no server pid given")
-    try:
-        import psutil  # noqa: F401
-    except ImportError:
-        raise CheckSkipped("psutil not installed") from None
     n = 100 if ctx.bound is None else max(1, min(100, ctx.bound - 1))
     conns: list[Conn] = []
     sent: list[float] = []

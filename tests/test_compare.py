@@ -8,7 +8,7 @@ import typer
 from typer.testing import CliRunner
 
 from serverbench.cli_report import register
-from serverbench.compare import IMPROVEMENT, REGRESSION, WITHIN_NOISE, compare, judge
+from serverbench.compare import IMPROVEMENT, REGRESSION, UNJUDGED, WITHIN_NOISE, compare, judge
 from serverbench.stats import summarize
 from serverbench.store import CellRecord, Store
 
@@ -18,8 +18,8 @@ RUNS = {
     "same": ([1000, 1020, 980], [1010, 1030, 990]),       # +1 %: ranges overlap
     "faster": ([1000, 1010, 990], [1300, 1310, 1290]),    # +30 %
     "shaky": ([1000, 1300, 700], [800, 1050, 560]),       # -20 % but CV ~30 %: within noise
-    "single": ([1000], [1070]),                           # one repetition each: +7 % < 2 x assumed 5 %
-    "single_big": ([1000], [1150]),                       # one repetition each: +15 %
+    "single": ([1000], [1070]),                           # one repetition each: no noise to judge by
+    "single_big": ([1000, 1001, 999], [1300]),            # +30 %, but B has one repetition
     "gone": ([1000, 1000], []),                           # failed in B
 }
 
@@ -55,8 +55,8 @@ def test_ratios_and_verdicts(store) -> None:
     assert rows["faster"].verdict == IMPROVEMENT
     assert rows["shaky"].ratio == pytest.approx(0.8) and rows["shaky"].verdict == WITHIN_NOISE
     assert rows["shaky"].threshold == pytest.approx(2 * max(rows["shaky"].a.cv, rows["shaky"].b.cv))
-    assert rows["single"].verdict == WITHIN_NOISE and rows["single"].threshold == pytest.approx(0.10)
-    assert rows["single_big"].verdict == IMPROVEMENT
+    assert rows["single"].verdict == UNJUDGED and rows["single"].ratio == pytest.approx(1.07)
+    assert rows["single_big"].verdict == UNJUDGED and not rows["single_big"].significant
     assert rows["gone"].verdict == "only in A" and rows["gone"].ratio is None
 
 
@@ -78,6 +78,10 @@ def test_cli_compare_table(store) -> None:
     assert res.exit_code == 0, res.output
     assert "regression" in res.output and "improvement" in res.output and "within noise" in res.output
     assert "0.800" in res.output
-    assert "1 regressions, 2 improvements" in res.output
+    assert "1 regressions, 1 improvements, 2 within noise, 2 not judged; 1 measured in only one run" in res.output
+    assert "only in A" not in res.output  # listed with --all
+    every = CliRunner().invoke(app, ["compare", str(a), str(b), "--all", "--db", str(st.path)],
+                               env={"COLUMNS": "200"})
+    assert "only in A" in every.output and "not judged" in every.output
     bad = CliRunner().invoke(app, ["compare", str(a), "99", "--db", str(st.path)])
     assert bad.exit_code == 2 and "no run 99" in bad.output
