@@ -212,7 +212,10 @@ class Runner:
     def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:
         out = []
         for rep in range(1, self.opts.repeat + 1):
-            for m in self.manifests:
+            # Repetitions are rounds over all servers, every other round in reverse order, so
+            # a machine that drifts during the run (this VM does, by up to 2x over an hour)
+            # weighs on every server alike instead of on whichever ran last.
+            for m in (self.manifests if rep % 2 else self.manifests[::-1]):
                 for w in self.workloads:
                     s = self.size(w)
                     todo = [p for p in s.points if (m.id, w.name, p.label, rep) not in self.done]

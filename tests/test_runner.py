@@ -168,6 +168,12 @@ def test_never_ready_is_failed_with_a_clear_error(env) -> None:
     assert all(c.status == "ok" for c in cells if c.server == "py-ok")
 
 
+def test_repetitions_alternate_the_server_order(env) -> None:
+    res = go(env, ["py-ok", "py-never-ready"], ["mini"], repeat=2, ready_timeout=1.0)
+    order = [(c.repetition, c.server) for c in env["store"].cells(res.run_id) if c.point == "c=1"]
+    assert order == [(1, "py-ok"), (1, "py-never-ready"), (2, "py-never-ready"), (2, "py-ok")]
+
+
 def test_unverified_servers_are_skipped_with_the_reason(env) -> None:
     res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
     cells = env["store"].cells(res.run_id)
