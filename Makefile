@@ -16,6 +16,7 @@ test: system venv loadgen tools
 	$(VENV)/bin/pytest -q tests
 	cd loadgen && cargo test --release --locked -q
 	cd servers/_shared/rust-contract && cargo test --locked -q
+	cd servers/_shared/go-contract && GOTOOLCHAIN=local go test ./...
 	$(SB) build
 	$(SB) verify
 

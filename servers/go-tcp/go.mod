@@ -1,3 +1,8 @@
 module serverbench/go-tcp
 
 go 1.22
+
+// SPEC.md rules shared with the other Go row: a local, std-only module (no go.sum, no network).
+require serverbench/gocontract v0.0.0
+
+replace serverbench/gocontract => ../_shared/go-contract

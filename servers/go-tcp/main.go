@@ -6,31 +6,24 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"serverbench/gocontract"
 )
 
 const (
-	maxBody      = 1 << 20  // largest /echo body
-	maxHeadBytes = 16 << 10 // request line + headers; SPEC asks for 8 KiB
-	maxDelayMS   = 60000
+	maxBody      = gocontract.MaxBody // largest /echo body
+	maxHeadBytes = 16 << 10           // request line + headers; SPEC asks for 8 KiB
 )
 
-var (
-	helloFile string
-	counter   atomic.Int64
-	xs        = bytes.Repeat([]byte{'x'}, maxBody) // /delay bodies are slices of this
-)
+var helloFile string
 
 // errBad ends the connection with the given status (malformed or refused request).
 type errBad struct{ status int }
@@ -47,19 +40,8 @@ type request struct {
 }
 
 func main() {
-	host := envOr("HOST", "127.0.0.1")
-	port := envOr("PORT", "8080")
-	helloFile = envOr("HELLO_FILE", "../../assets/hello.html")
-	if w, err := strconv.Atoi(os.Getenv("WORKERS")); err == nil && w > 0 {
-		runtime.GOMAXPROCS(w)
-	}
-
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "go-tcp: listen:", err)
-		os.Exit(1)
-	}
-	fmt.Printf("go-tcp listening on %s (GOMAXPROCS=%d)\n", ln.Addr(), runtime.GOMAXPROCS(0))
+	ln, env := gocontract.Listen("go-tcp") // settings, GOMAXPROCS, bind (exits on failure)
+	helloFile = env.HelloFile
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -70,13 +52,6 @@ func main() {
 		}
 		go serve(c)
 	}
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func serve(c net.Conn) {
@@ -318,9 +293,7 @@ func route(req *request, body []byte, w *bufio.Writer) (int, string, []byte) {
 	case "/":
 		return 200, "text/plain", []byte("Hello, World!")
 	case "/json":
-		out, err := json.Marshal(struct {
-			Message string `json:"message"`
-		}{"Hello, World!"})
+		out, err := gocontract.HelloJSON()
 		if err != nil {
 			return 500, "text/plain", []byte("Internal Server Error")
 		}
@@ -332,47 +305,28 @@ func route(req *request, body []byte, w *bufio.Writer) (int, string, []byte) {
 		}
 		return 200, "text/html", out
 	case "/delay":
-		q, _ := url.ParseQuery(req.query)
-		ms, ok1 := intParam(q, "ms", 0, maxDelayMS, 0)
-		n, ok2 := intParam(q, "bytes", 0, maxBody, 0)
-		if !ok1 || !ok2 {
-			return 400, "text/plain", []byte("Bad Request")
-		}
-		sleep(ms, w)
-		return 200, "text/plain", xs[:n]
-	default: // "/tenth"
-		q, _ := url.ParseQuery(req.query)
-		ms, ok := intParam(q, "ms", 0, maxDelayMS, 2000)
+		wait, out, ok := gocontract.Delay(req.query)
 		if !ok {
 			return 400, "text/plain", []byte("Bad Request")
 		}
-		v := counter.Add(1)
-		if v%10 == 0 {
-			sleep(ms, w)
+		sleep(wait, w)
+		return 200, "text/plain", out
+	default: // "/tenth"
+		count, wait, ok := gocontract.Tenth(req.query)
+		if !ok {
+			return 400, "text/plain", []byte("Bad Request")
 		}
-		return 200, "text/plain", strconv.AppendInt(nil, v, 10)
+		sleep(wait, w)
+		return 200, "text/plain", strconv.AppendInt(nil, count, 10)
 	}
 }
 
 // sleep blocks this goroutine only; earlier pipelined responses go out first.
-func sleep(ms int, w *bufio.Writer) {
-	if ms > 0 {
+func sleep(d time.Duration, w *bufio.Writer) {
+	if d > 0 {
 		w.Flush()
-		time.Sleep(time.Duration(ms) * time.Millisecond)
+		time.Sleep(d)
 	}
-}
-
-// intParam parses an optional decimal parameter within [lo, hi].
-func intParam(q url.Values, key string, lo, hi, def int) (int, bool) {
-	if _, present := q[key]; !present {
-		return def, true
-	}
-	s := q.Get(key)
-	if !isDigits(s) || len(s) > 9 {
-		return 0, false
-	}
-	n, _ := strconv.Atoi(s)
-	return n, n >= lo && n <= hi
 }
 
 func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bool) {

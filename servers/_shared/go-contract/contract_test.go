@@ -1,0 +1,139 @@
+package gocontract
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIntParam(t *testing.T) {
+	ok := map[string]int{
+		"":             7, // absent: the default
+		"bytes=3":      7,
+		"ms=0":         0,
+		"ms=10":        10,
+		"a=1&ms=4&b":   4,
+		"ms=1&ms=2":    1, // the first one wins
+		"ms=%31":       1, // percent-decoded, as url.ParseQuery does
+		"ms=000000010": 10,
+	}
+	for query, want := range ok {
+		q, _ := url.ParseQuery(query)
+		if n, good := intParam(q, "ms", 10, 7); !good || n != want {
+			t.Errorf("%q: got (%d, %v), want (%d, true)", query, n, good, want)
+		}
+	}
+	for _, query := range []string{"ms=11", "ms=", "ms", "ms=-1", "ms=+1", "ms=1.5", "ms=abc",
+		"ms= 1", "ms=+", "ms=0000000001", "ms=99999999999999999999999"} {
+		q, _ := url.ParseQuery(query)
+		if n, good := intParam(q, "ms", 10, 7); good {
+			t.Errorf("%q: got (%d, true), want a 400", query, n)
+		}
+	}
+}
+
+func TestDelay(t *testing.T) {
+	wait, body, ok := Delay("")
+	if !ok || wait != 0 || len(body) != 0 {
+		t.Errorf("no parameters: got (%v, %d bytes, %v)", wait, len(body), ok)
+	}
+	wait, body, ok = Delay("ms=200&bytes=1000")
+	if !ok || wait != 200*time.Millisecond || !bytes.Equal(body, bytes.Repeat([]byte("x"), 1000)) {
+		t.Errorf("ms=200&bytes=1000: got (%v, %d bytes, %v)", wait, len(body), ok)
+	}
+	if wait, body, ok = Delay("ms=60000&bytes=1048576"); !ok || wait != time.Minute || len(body) != MaxBody {
+		t.Errorf("the maxima: got (%v, %d bytes, %v)", wait, len(body), ok)
+	}
+	for _, query := range []string{"ms=60001", "bytes=1048577", "ms=1&bytes=x", "ms=-5"} {
+		if _, _, ok := Delay(query); ok {
+			t.Errorf("%q: want a 400", query)
+		}
+	}
+}
+
+func TestTenth(t *testing.T) {
+	if _, _, ok := Tenth("ms=60001"); ok {
+		t.Fatal("ms=60001: want a 400")
+	}
+	first, _, _ := Tenth("")
+	if first != 1 {
+		t.Fatalf("a 400 must not count: first count %d, want 1", first)
+	}
+	for want := first + 1; want <= 20; want++ {
+		query := ""
+		if want > 10 {
+			query = "ms=5"
+		}
+		count, wait, ok := Tenth(query)
+		if !ok || count != want {
+			t.Fatalf("got count %d (ok %v), want %d", count, ok, want)
+		}
+		switch {
+		case count == 10 && wait != 2*time.Second, count == 20 && wait != 5*time.Millisecond:
+			t.Errorf("count %d (%q): wait %v", count, query, wait)
+		case count%10 != 0 && wait != 0:
+			t.Errorf("count %d: waits %v, want no wait", count, wait)
+		}
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, k := range []string{"HOST", "PORT", "HELLO_FILE", "WORKERS"} {
+		t.Setenv(k, "")
+	}
+	before := runtime.GOMAXPROCS(0)
+	if e := FromEnv(); e != (Env{"127.0.0.1:8080", "../../assets/hello.html"}) || runtime.GOMAXPROCS(0) != before {
+		t.Errorf("defaults: got %+v, GOMAXPROCS %d", e, runtime.GOMAXPROCS(0))
+	}
+	t.Setenv("WORKERS", "many")
+	if FromEnv(); runtime.GOMAXPROCS(0) != before {
+		t.Errorf("WORKERS=many must leave GOMAXPROCS alone")
+	}
+	t.Setenv("HOST", "::1")
+	t.Setenv("PORT", "9000")
+	t.Setenv("HELLO_FILE", "/h.html")
+	t.Setenv("WORKERS", "3")
+	if e := FromEnv(); e != (Env{"[::1]:9000", "/h.html"}) || runtime.GOMAXPROCS(0) != 3 {
+		t.Errorf("set: got %+v, GOMAXPROCS %d", e, runtime.GOMAXPROCS(0))
+	}
+}
+
+func TestHelloJSON(t *testing.T) {
+	if out, err := HelloJSON(); err != nil || string(out) != `{"message":"Hello, World!"}` {
+		t.Errorf("got %s, %v", out, err)
+	}
+}
+
+func TestListen(t *testing.T) {
+	if os.Getenv("GOCONTRACT_LISTEN_CHILD") == "1" { // the child of the bind-failure case below
+		Listen("row")
+		return
+	}
+	t.Setenv("HOST", "127.0.0.1")
+	t.Setenv("PORT", "0")
+	ln, env := Listen("row")
+	defer ln.Close()
+	if env.Addr != "127.0.0.1:0" || ln.Addr().(*net.TCPAddr).Port == 0 {
+		t.Fatalf("got %v for %+v", ln.Addr(), env)
+	}
+
+	// A port in use: exit 1 with "<row>: listen: ..." on stderr.
+	t.Setenv("PORT", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestListen$")
+	cmd.Env = append(os.Environ(), "GOCONTRACT_LISTEN_CHILD=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	var exit *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "row: listen: ") {
+		t.Errorf("bind failure: %v, stderr %q", err, stderr.String())
+	}
+}
