@@ -1,0 +1,28 @@
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Locale;
+
+/** The Date header value (IMF-fixdate), formatted at most once a second and shared. */
+final class HttpDate {
+    private static final DateTimeFormatter FORMAT = DateTimeFormatter
+            .ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US).withZone(ZoneOffset.UTC);
+
+    private record Stamp(long second, String text) {
+    }
+
+    private static volatile Stamp stamp = new Stamp(-1, "");
+
+    private HttpDate() {
+    }
+
+    static String now() {
+        long second = System.currentTimeMillis() / 1000;
+        Stamp s = stamp;
+        if (s.second() != second) {   // a new second: format once (a race formats it twice, harmlessly)
+            s = new Stamp(second, FORMAT.format(Instant.ofEpochSecond(second)));
+            stamp = s;
+        }
+        return s.text();
+    }
+}
