@@ -1,0 +1,205 @@
+"""python-stdlib: http.server.ThreadingHTTPServer, a thread per connection.
+
+BaseHTTPRequestHandler with protocol_version "HTTP/1.1" keeps connections alive; it
+parses request lines and headers and writes the status line, Date and Server headers.
+It does not decode chunked request bodies, so /echo does that itself below.
+There is no worker knob: every connection gets its own (daemon) thread, $WORKERS is unused.
+"""
+import json
+import os
+import re
+import sys
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
+
+MAX_BODY = 1 << 20
+MAX_DELAY_MS = 60000
+HELLO_FILE = os.environ.get("HELLO_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/hello.html")
+XS = b"x" * MAX_BODY  # /delay bodies are slices of this
+DIGITS = re.compile(r"[0-9]{1,9}")
+
+counter = 0
+counter_lock = threading.Lock()
+
+
+class BadBody(Exception):
+    """A request body that cannot be read as declared."""
+
+
+def int_param(params, key, hi, default):
+    """Optional decimal parameter within [0, hi]; None when malformed or out of range."""
+    values = params.get(key)
+    if values is None:
+        return default
+    s = values[-1]
+    if not DIGITS.fullmatch(s):
+        return None
+    n = int(s)
+    return n if n <= hi else None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive: one thread serves the connection's requests in turn
+    disable_nagle_algorithm = True  # headers and body are two writes; don't let Nagle hold the second
+
+    # http.server answers a request line without a version ("GET /") as HTTP/0.9: a bare
+    # body, and its 400 for a garbled line bare too. SPEC.md calls both malformed: treat
+    # versionless lines as HTTP/1.0 for the status line, and refuse them with 400.
+    default_request_version = "HTTP/1.0"
+
+    def parse_request(self):
+        if not super().parse_request():
+            return False
+        if len(self.requestline.split()) != 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, "HTTP/0.9 is not supported")
+            return False
+        return True
+
+    def log_message(self, format, *args):
+        pass  # no per-request logging
+
+    def send(self, status, content_type, body, close=False):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def read_body(self):
+        """The request body (Content-Length or chunked), or BadBody / a 413 marker."""
+        te = self.headers.get("Transfer-Encoding")
+        cl = self.headers.get("Content-Length")
+        if te is not None:
+            if cl is not None or te.strip().lower() != "chunked":
+                raise BadBody(400)
+            return self.read_chunked()
+        if cl is None:
+            return b""
+        if not cl.isascii() or not cl.strip().isdigit():
+            raise BadBody(400)
+        n = int(cl)
+        if n > MAX_BODY:
+            raise BadBody(413)
+        body = self.rfile.read(n)
+        if len(body) != n:
+            raise BadBody(400)  # the client went away mid-body
+        return body
+
+    def read_chunked(self):
+        parts = []
+        size = 0
+        while True:
+            line = self.rfile.readline(1024)
+            if not line.endswith(b"\r\n"):
+                raise BadBody(400)
+            hex_size = line[:-2].split(b";", 1)[0].strip()
+            if not hex_size or not all(c in b"0123456789abcdefABCDEF" for c in hex_size) or len(hex_size) > 8:
+                raise BadBody(400)
+            n = int(hex_size, 16)
+            if n == 0:
+                break
+            size += n
+            if size > MAX_BODY:
+                raise BadBody(413)
+            data = self.rfile.read(n + 2)
+            if len(data) != n + 2 or not data.endswith(b"\r\n"):
+                raise BadBody(400)
+            parts.append(data[:-2])
+        while True:  # trailer fields, up to the empty line
+            line = self.rfile.readline(8192)
+            if line == b"\r\n":
+                return b"".join(parts)
+            if not line.endswith(b"\r\n"):
+                raise BadBody(400)
+
+    def route(self):
+        path, _, query = self.path.partition("?")
+        get = self.command in ("GET", "HEAD")
+        try:
+            body = self.read_body()
+        except BadBody as e:
+            status = e.args[0]
+            text = b"Content Too Large" if status == 413 else b"Bad Request"
+            self.send(status, "text/plain", text, close=True)  # the rest of the stream is unreadable
+            return
+
+        if path == "/echo":
+            if self.command != "POST":
+                self.send(405, "text/plain", b"Method Not Allowed")
+            else:
+                self.send(200, "application/octet-stream", body)
+            return
+        if path not in ("/", "/json", "/file", "/delay", "/tenth"):
+            self.send(404, "text/plain", b"Not Found")
+            return
+        if not get:
+            self.send(405, "text/plain", b"Method Not Allowed")
+            return
+
+        if path == "/":
+            self.send(200, "text/plain", b"Hello, World!")
+        elif path == "/json":
+            self.send(200, "application/json", json.dumps({"message": "Hello, World!"}).encode())
+        elif path == "/file":
+            with open(HELLO_FILE, "rb") as f:
+                data = f.read()
+            self.send(200, "text/html", data)
+        elif path == "/delay":
+            params = parse_qs(query, keep_blank_values=True)
+            ms = int_param(params, "ms", MAX_DELAY_MS, 0)
+            nbytes = int_param(params, "bytes", MAX_BODY, 0)
+            if ms is None or nbytes is None:
+                self.send(400, "text/plain", b"Bad Request")
+                return
+            if ms:
+                time.sleep(ms / 1000)  # this connection's thread blocks; the others go on
+            self.send(200, "text/plain", XS[:nbytes])
+        else:  # /tenth
+            global counter
+            ms = int_param(parse_qs(query, keep_blank_values=True), "ms", MAX_DELAY_MS, 2000)
+            if ms is None:
+                self.send(400, "text/plain", b"Bad Request")
+                return
+            with counter_lock:
+                counter += 1
+                value = counter
+            if value % 10 == 0 and ms:
+                time.sleep(ms / 1000)
+            self.send(200, "text/plain", str(value).encode())
+
+    # Every method goes through route(), so known paths answer 405 rather than 501.
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = route
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True      # connection threads don't keep the process alive at exit
+    request_queue_size = 1024  # listen backlog (socketserver's default is 5)
+
+    def handle_error(self, request, client_address):
+        # socketserver prints a traceback for every failed connection; a client that
+        # resets or goes away is routine, not worth a log line.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def main():
+    host = os.environ.get("HOST") or "127.0.0.1"
+    port = int(os.environ.get("PORT") or 8080)
+    try:
+        server = Server((host, port), Handler)
+    except OSError as e:
+        print(f"python-stdlib: cannot listen on {host}:{port}: {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"python-stdlib listening on {host}:{port} (a thread per connection)", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
