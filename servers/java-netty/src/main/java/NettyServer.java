@@ -1,0 +1,282 @@
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.DateFormatter;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Date;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * java-netty: Netty 4.1 on NIO, $WORKERS event loops (one acceptor thread besides).
+ * Each connection lives on one loop: HttpServerCodec parses, HttpObjectAggregator
+ * collects bodies up to 1 MiB (answering 413 and "100 Continue" itself), the handler
+ * answers; /delay and /tenth wait on the loop's scheduler, nothing blocks.
+ */
+public final class NettyServer {
+    static final ObjectMapper MAPPER = new ObjectMapper();
+
+    record Message(String message) {
+    }
+
+    public static void main(String[] args) {
+        ServerEnv env = ServerEnv.read("java-netty");
+        EventLoopGroup acceptor = new NioEventLoopGroup(1);
+        EventLoopGroup loops = new NioEventLoopGroup(env.workers());
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(acceptor, loops)
+                .channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_BACKLOG, ServerEnv.BACKLOG)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(
+                                // header block up to 16 KiB (Netty's default is 8 KiB; SPEC.md wants 8 KiB accepted)
+                                new HttpServerCodec(4096, 16 * 1024, 8192),
+                                new DateHeader(),
+                                new HttpObjectAggregator(Contract.MAX_BODY),
+                                new Handler(env.helloFile()));
+                    }
+                });
+        try {
+            bootstrap.bind(env.host(), env.port()).sync();
+        } catch (Exception e) {
+            env.cannotListen(e.getMessage());   // exits
+        }
+        env.listening(env.workers() + " event loops");
+    }
+
+    /** Adds Date to every response, the aggregator's own 100/413 answers included. */
+    static final class DateHeader extends ChannelDuplexHandler {
+        private record Stamp(long second, String text) {
+        }
+
+        private static volatile Stamp stamp = new Stamp(-1, "");
+
+        /** Formatted at most once a second, shared by all loops. */
+        static String now() {
+            long second = System.currentTimeMillis() / 1000;
+            Stamp s = stamp;
+            if (s.second() != second) {
+                s = new Stamp(second, DateFormatter.format(new Date(second * 1000)));
+                stamp = s;
+            }
+            return s.text();
+        }
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+            if (msg instanceof HttpResponse r) r.headers().set(HttpHeaderNames.DATE, now());
+            ctx.write(msg, promise);
+        }
+    }
+
+    /**
+     * One per connection. Responses go out in request order even when an earlier
+     * one waits on a timer: each request takes a slot in {@link #pending}, and slots
+     * are written from the front as soon as they are filled.
+     */
+    static final class Handler extends SimpleChannelInboundHandler<FullHttpRequest> {
+        private static final int MAX_PENDING = 64;   // pipelined requests held before reading pauses
+
+        private static final class Slot {
+            FullHttpResponse response;
+            boolean keepAlive;
+        }
+
+        private final Path helloFile;
+        private final ArrayDeque<Slot> pending = new ArrayDeque<>();
+        private boolean closing;
+
+        Handler(Path helloFile) {
+            this.helloFile = helloFile;
+        }
+
+        @Override
+        protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
+            if (closing) return;
+            Slot slot = new Slot();
+            pending.add(slot);
+            if (pending.size() >= MAX_PENDING) ctx.channel().config().setAutoRead(false);
+            if (req.decoderResult().isFailure()) {   // malformed: answer 400, then close
+                answer(ctx, slot, text(req, HttpResponseStatus.BAD_REQUEST, "Bad Request"), false, false);
+                return;
+            }
+            boolean keepAlive = HttpUtil.isKeepAlive(req);
+            HttpMethod method = req.method();
+            boolean get = method.equals(HttpMethod.GET) || method.equals(HttpMethod.HEAD);
+            QueryStringDecoder uri = new QueryStringDecoder(req.uri());
+            String query = rawQuery(req.uri());
+            switch (uri.path()) {
+                case "/":
+                    if (!get) notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                    else answer(ctx, slot, ok(req, "text/plain", Unpooled.wrappedBuffer(Contract.HELLO)), keepAlive, false);
+                    return;
+                case "/json":
+                    if (!get) notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                    else answer(ctx, slot, ok(req, "application/json", Unpooled.wrappedBuffer(json())), keepAlive, false);
+                    return;
+                case "/file":
+                    if (!get) {
+                        notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                        return;
+                    }
+                    FullHttpResponse r;
+                    try {   // from disk on every request, on the loop (a small page-cached file)
+                        r = ok(req, "text/html", Unpooled.wrappedBuffer(Files.readAllBytes(helloFile)));
+                    } catch (IOException e) {
+                        r = text(req, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Internal Server Error");
+                    }
+                    answer(ctx, slot, r, keepAlive, false);
+                    return;
+                case "/delay": {
+                    if (!get) {
+                        notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                        return;
+                    }
+                    long ms = Contract.delayMs(query);
+                    int n = Contract.delayBytes(query);
+                    if (ms < 0 || n < 0) {
+                        answer(ctx, slot, text(req, HttpResponseStatus.BAD_REQUEST, "Bad Request"), keepAlive, false);
+                        return;
+                    }
+                    later(ctx, slot, ok(req, "text/plain", Unpooled.wrappedBuffer(Contract.XS, 0, n)), keepAlive, ms);
+                    return;
+                }
+                case "/tenth": {
+                    if (!get) {
+                        notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                        return;
+                    }
+                    long ms = Contract.tenthMs(query);
+                    if (ms < 0) {
+                        answer(ctx, slot, text(req, HttpResponseStatus.BAD_REQUEST, "Bad Request"), keepAlive, false);
+                        return;
+                    }
+                    long count = Contract.nextTenth();
+                    ByteBuf body = Unpooled.copiedBuffer(Long.toString(count), StandardCharsets.ISO_8859_1);
+                    later(ctx, slot, ok(req, "text/plain", body), keepAlive, Contract.tenthWaits(count) ? ms : 0);
+                    return;
+                }
+                case "/echo":
+                    if (!method.equals(HttpMethod.POST)) notAllowed(ctx, slot, req, keepAlive, "POST");
+                    else answer(ctx, slot, ok(req, "application/octet-stream", req.content().retainedDuplicate()), keepAlive, false);
+                    return;
+                default:
+                    answer(ctx, slot, text(req, HttpResponseStatus.NOT_FOUND, "Not Found"), keepAlive, false);
+            }
+        }
+
+        /** The answer after ms milliseconds, on this connection's event loop timer. */
+        private void later(ChannelHandlerContext ctx, Slot slot, FullHttpResponse r, boolean keepAlive, long ms) {
+            if (ms == 0) answer(ctx, slot, r, keepAlive, false);
+            else ctx.executor().schedule(() -> answer(ctx, slot, r, keepAlive, true), ms, TimeUnit.MILLISECONDS);
+        }
+
+        /** Fills the slot, then writes every filled slot at the front of the queue. */
+        private void answer(ChannelHandlerContext ctx, Slot slot, FullHttpResponse r, boolean keepAlive, boolean flush) {
+            if (closing) {
+                r.release();
+                return;
+            }
+            HttpUtil.setKeepAlive(r, keepAlive);
+            slot.response = r;
+            slot.keepAlive = keepAlive;
+            boolean wrote = false;
+            while (!pending.isEmpty() && pending.peek().response != null) {
+                Slot s = pending.poll();
+                wrote = true;
+                if (!s.keepAlive) {   // the last answer on this connection
+                    closing = true;
+                    ctx.writeAndFlush(s.response).addListener(ChannelFutureListener.CLOSE);
+                    for (Slot rest : pending) if (rest.response != null) rest.response.release();
+                    pending.clear();
+                    return;
+                }
+                ctx.write(s.response);
+            }
+            if (wrote && flush) ctx.flush();
+            if (pending.size() < MAX_PENDING && !ctx.channel().config().isAutoRead()) {
+                ctx.channel().config().setAutoRead(true);
+            }
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            ctx.flush();   // one flush for everything answered from this read
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            ctx.close();   // e.g. connection reset by the client
+        }
+
+        private void notAllowed(ChannelHandlerContext ctx, Slot slot, FullHttpRequest req, boolean keepAlive, String allow) {
+            FullHttpResponse r = text(req, HttpResponseStatus.METHOD_NOT_ALLOWED, "Method Not Allowed");
+            r.headers().set(HttpHeaderNames.ALLOW, allow);
+            answer(ctx, slot, r, keepAlive, false);
+        }
+    }
+
+    /** Per request, with Jackson. */
+    static byte[] json() {
+        try {
+            return MAPPER.writeValueAsBytes(new Message("Hello, World!"));
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String rawQuery(String uri) {
+        int q = uri.indexOf('?');
+        return q < 0 ? "" : uri.substring(q + 1);
+    }
+
+    static FullHttpResponse ok(FullHttpRequest req, String type, ByteBuf body) {
+        return response(req, HttpResponseStatus.OK, type, body);
+    }
+
+    static FullHttpResponse text(FullHttpRequest req, HttpResponseStatus status, String msg) {
+        return response(req, status, "text/plain", Unpooled.copiedBuffer(msg, StandardCharsets.ISO_8859_1));
+    }
+
+    static FullHttpResponse response(FullHttpRequest req, HttpResponseStatus status, String type, ByteBuf body) {
+        int length = body.readableBytes();
+        if (req.method().equals(HttpMethod.HEAD)) {   // headers only
+            body.release();
+            body = Unpooled.EMPTY_BUFFER;
+        }
+        // The request's version: an HTTP/1.0 client kept alive gets "Connection: keep-alive" (HttpUtil.setKeepAlive).
+        FullHttpResponse r = new DefaultFullHttpResponse(req.protocolVersion(), status, body);
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, type).setInt(HttpHeaderNames.CONTENT_LENGTH, length);
+        return r;
+    }
+}
