@@ -2,8 +2,7 @@
 
 use crate::request::{parse_url, Body, RequestSpec};
 use crate::schedule::Schedule;
-use crate::template::Dist;
-use crate::worker::Think;
+use crate::units::{flag_duration, Think};
 use clap::Parser;
 use std::time::Duration;
 
@@ -138,21 +137,6 @@ pub struct Config {
     pub max_sockets: u64,
 }
 
-/// "10s", "500ms", "2m", "1h", or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(v) = t.parse::<f64>() {
-        if v.is_finite() && v >= 0.0 {
-            return Ok(Duration::from_secs_f64(v));
-        }
-    }
-    humantime::parse_duration(t).map_err(|_| format!("`{s}` is not a duration (e.g. 10s, 500ms, 2m)"))
-}
-
-fn flag_duration(flag: &str, s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| format!("{flag}: {e}"))
-}
-
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let target = parse_url(&a.url)?;
@@ -195,9 +179,6 @@ impl Config {
         }
         if a.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
-        }
-        if !(0.0..=100.0).contains(&a.think_jitter) {
-            return Err(format!("--think-jitter {} must be a percentage in 0..100", a.think_jitter));
         }
         if mode != Mode::Sessions
             && (a.ramp.is_some() || a.spawn_rate.is_some() || a.session_requests.is_some() || a.think.is_some() || a.loop_sessions)
@@ -275,16 +256,7 @@ impl Config {
             return Err("--duration must be more than 0".into());
         }
 
-        let think = match &a.think {
-            None => Think::Fixed(Duration::ZERO, 0.0),
-            Some(t) if t.contains(':') => {
-                if a.think_jitter > 0.0 {
-                    return Err("--think-jitter applies to a fixed --think, not a distribution".into());
-                }
-                Think::Dist(Dist::parse(t).map_err(|e| format!("--think: {e}"))?)
-            }
-            Some(t) => Think::Fixed(flag_duration("--think", t)?, a.think_jitter / 100.0),
-        };
+        let think = Think::parse(a.think.as_deref(), a.think_jitter)?;
 
         let max_sockets = match mode {
             Mode::Closed => a.connections as u64,
@@ -326,8 +298,6 @@ mod tests {
         assert_eq!(c.mode, Mode::Sessions);
         assert_eq!(c.max_sockets, 50);
         assert_eq!(c.think, Think::Fixed(Duration::from_millis(900), 0.1));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
     }
 
     #[test]

@@ -88,6 +88,18 @@ fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
+/// 1234 -> "1.23ms"
+pub fn fmt_us(us: u64) -> String {
+    let v = us as f64;
+    if us < 1000 {
+        format!("{us}µs")
+    } else if us < 1_000_000 {
+        format!("{:.2}ms", v / 1e3)
+    } else {
+        format!("{:.2}s", v / 1e6)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

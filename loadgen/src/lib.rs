@@ -5,6 +5,8 @@
 pub mod cli;
 pub mod histo;
 pub mod limits;
+pub mod models;
+pub mod net;
 pub mod output;
 pub mod progress;
 pub mod record;
@@ -14,6 +16,7 @@ pub mod run;
 pub mod schedule;
 pub mod template;
 pub mod timer;
+pub mod units;
 pub mod worker;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,7 +1,7 @@
 //! The JSON result (schema `loadgen/1`, see docs/DESIGN.md) and the human summary.
 
 use crate::cli::{Config, Mode};
-use crate::histo::{self, Hist};
+use crate::histo::{self, fmt_us, Hist};
 use crate::record::ErrorClass;
 use crate::run::RunResult;
 use serde_json::{json, Map, Value};
@@ -127,18 +127,6 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         },
         "timeline": timeline,
     })
-}
-
-/// 1234 -> "1.23ms"
-pub fn fmt_us(us: u64) -> String {
-    let v = us as f64;
-    if us < 1000 {
-        format!("{us}µs")
-    } else if us < 1_000_000 {
-        format!("{:.2}ms", v / 1e3)
-    } else {
-        format!("{:.2}s", v / 1e6)
-    }
 }
 
 fn fmt_bytes(b: f64) -> String {

@@ -1,11 +1,26 @@
 //! The live one-line progress display on stderr (only when it is a terminal).
 
-use crate::worker::Shared;
+use crate::histo::fmt_us;
 use std::io::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Live figures the workers publish for the progress line.
+pub struct Shared {
+    pub requests: Vec<AtomicU64>,
+    pub errors: Vec<AtomicU64>,
+    pub p99_us: Vec<AtomicU64>,
+    pub stop: AtomicBool,
+}
+
+impl Shared {
+    pub fn new(threads: usize) -> Shared {
+        let v = || (0..threads).map(|_| AtomicU64::new(0)).collect();
+        Shared { requests: v(), errors: v(), p99_us: v(), stop: AtomicBool::new(false) }
+    }
+}
 
 pub struct Progress {
     shared: Arc<Shared>,
@@ -42,7 +57,7 @@ impl Progress {
                 let _ = write!(
                     err_out,
                     "\r\x1b[2K[{elapsed}] {req} requests, {rate:.0} req/s, p99 {}, errors {err}",
-                    crate::output::fmt_us(p99)
+                    fmt_us(p99)
                 );
                 let _ = err_out.flush();
             }

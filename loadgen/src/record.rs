@@ -13,8 +13,11 @@ pub enum ErrorClass {
     Malformed = 5,
 }
 
+/// Number of error classes: the length of every per-class array.
+pub const CLASSES: usize = ErrorClass::ALL.len();
+
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 6] = [
+    pub const ALL: [ErrorClass; ErrorClass::Malformed as usize + 1] = [
         ErrorClass::Connect,
         ErrorClass::Read,
         ErrorClass::Write,
@@ -39,7 +42,7 @@ impl ErrorClass {
 pub struct Bucket {
     pub completed: u64,
     pub ok: u64,
-    pub errors: [u64; 6],
+    pub errors: [u64; CLASSES],
     pub hist: Hist,
     pub active_connections: u64,
     pub active_users: u64,
@@ -47,7 +50,7 @@ pub struct Bucket {
 
 impl Bucket {
     fn new() -> Bucket {
-        Bucket { completed: 0, ok: 0, errors: [0; 6], hist: histo::new_bucket_hist(), active_connections: 0, active_users: 0 }
+        Bucket { completed: 0, ok: 0, errors: [0; CLASSES], hist: histo::new_bucket_hist(), active_connections: 0, active_users: 0 }
     }
 }
 
@@ -62,7 +65,7 @@ pub struct Recorder {
     pub service: Option<Hist>,
     pub responses: u64,
     pub ok: u64,
-    pub errors: [u64; 6],
+    pub errors: [u64; CLASSES],
     /// Index = status code (0..=999).
     pub status: Vec<u64>,
     pub bytes_read: u64,
@@ -85,7 +88,7 @@ impl Recorder {
             service: with_service.then(histo::new_hist),
             responses: 0,
             ok: 0,
-            errors: [0; 6],
+            errors: [0; CLASSES],
             status: vec![0; 1000],
             bytes_read: 0,
             connections_opened: 0,
@@ -164,7 +167,7 @@ impl Recorder {
         }
         self.responses += o.responses;
         self.ok += o.ok;
-        for i in 0..6 {
+        for i in 0..CLASSES {
             self.errors[i] += o.errors[i];
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
@@ -181,7 +184,7 @@ impl Recorder {
         for (a, b) in self.timeline.iter_mut().zip(&o.timeline) {
             a.completed += b.completed;
             a.ok += b.ok;
-            for i in 0..6 {
+            for i in 0..CLASSES {
                 a.errors[i] += b.errors[i];
             }
             histo::merge(&mut a.hist, &b.hist)?;

@@ -80,11 +80,6 @@ impl ResponseParser {
         *self = ResponseParser::new();
     }
 
-    /// True when no bytes of a response have been consumed yet.
-    pub fn is_idle(&self) -> bool {
-        self.state == State::Head
-    }
-
     /// Consume bytes from `buf`. Returns how many bytes were used and the
     /// response if one completed. `Ok((0, None))` with a non-empty buffer means
     /// the head is incomplete: keep the bytes and call again with more.

@@ -2,11 +2,15 @@
 
 use crate::cli::{Config, Mode};
 use crate::limits;
-use crate::progress::Progress;
+use crate::models::{share, Closed, Model, Open, Sessions};
+use crate::models::{open::OpenPlan, sessions::SessionsPlan};
+use crate::net::Plan;
+use crate::progress::{Progress, Shared};
 use crate::record::Recorder;
 use crate::request::RequestBytes;
-use crate::worker::{share, Kind, Plan, Shared, Worker};
+use crate::worker;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct RunResult {
@@ -25,38 +29,73 @@ pub enum RunError {
 }
 
 pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
-    let a = &cfg.args;
     let req = RequestBytes::new(&cfg.request).map_err(RunError::Usage)?;
-    let kind = match cfg.mode {
-        Mode::Closed => Kind::Closed { connections: a.connections, pipeline: a.pipeline },
-        Mode::Open => Kind::Open {
-            schedule: cfg.schedule.clone().expect("open load has a schedule"),
-            poisson: a.poisson,
-            max_connections: a.max_connections,
-        },
-        Mode::Sessions => Kind::Sessions {
-            schedule: cfg.schedule.clone().expect("sessions have a schedule"),
-            max_users: cfg.max_sockets as usize,
-            session_requests: a.session_requests,
-            think: cfg.think.clone(),
-            loop_sessions: a.loop_sessions,
-        },
-    };
     let measure_start = start + cfg.warmup;
     Ok(Plan {
         addr: cfg.request.target.addr,
         req,
-        kind,
-        keepalive: !a.no_keepalive,
-        send_quantum: cfg.send_quantum,
+        keepalive: !cfg.args.no_keepalive,
         connect_timeout: cfg.connect_timeout,
         timeout: cfg.timeout,
-        threads: a.threads,
-        seed: a.seed,
+        threads: cfg.args.threads,
+        seed: cfg.args.seed,
         start,
         measure_start,
         end: cfg.duration.map(|d| measure_start + d),
     })
+}
+
+type Worker = JoinHandle<Result<Recorder, String>>;
+
+fn spawn<M: Model + Send + 'static>(plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize, budget: Option<u64>, model: M) -> Result<Worker, RunError> {
+    let (plan, shared) = (plan.clone(), shared.clone());
+    std::thread::Builder::new()
+        .name(format!("loadgen-{tid}"))
+        .spawn(move || worker::run(&plan, &shared, tid, budget, model).map_err(|e| format!("worker {tid}: {e}")))
+        .map_err(|e| RunError::Fatal(format!("cannot start worker thread: {e}")))
+}
+
+/// Thread `tid`'s worker, running the configured load model.
+fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize) -> Result<Worker, RunError> {
+    let a = &cfg.args;
+    let threads = a.threads;
+    let budget = a.requests.map(|n| share(n, threads, tid));
+    let schedule = || cfg.schedule.clone().expect("open load and sessions have a schedule");
+    match cfg.mode {
+        Mode::Closed => {
+            let n = share(a.connections as u64, threads, tid) as usize;
+            spawn(plan, shared, tid, budget, Closed::new(n, a.pipeline))
+        }
+        Mode::Open => {
+            let model = Open::new(OpenPlan {
+                schedule: schedule(),
+                poisson: a.poisson,
+                start: plan.start,
+                measure_start: plan.measure_start,
+                end: plan.end,
+                threads,
+                tid,
+                seed: a.seed,
+                quantum: cfg.send_quantum,
+                pool_max: share(a.max_connections as u64, threads, tid) as usize,
+            });
+            spawn(plan, shared, tid, budget, model)
+        }
+        Mode::Sessions => {
+            let model = Sessions::new(SessionsPlan {
+                schedule: schedule(),
+                max_users: share(cfg.max_sockets, threads, tid) as usize,
+                session_requests: a.session_requests,
+                think: cfg.think.clone(),
+                loop_sessions: a.loop_sessions,
+                start: plan.start,
+                threads,
+                tid,
+                seed: a.seed,
+            });
+            spawn(plan, shared, tid, budget, model)
+        }
+    }
 }
 
 pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
@@ -70,16 +109,7 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let started_at = SystemTime::now() + cfg.warmup + Duration::from_millis(20);
     let mut handles = vec![];
     for tid in 0..threads {
-        let (plan, shared) = (plan.clone(), shared.clone());
-        let budget = cfg.args.requests.map(|n| share(n, threads, tid));
-        let h = std::thread::Builder::new()
-            .name(format!("loadgen-{tid}"))
-            .spawn(move || -> Result<Recorder, String> {
-                let w = Worker::new(&plan, &shared, tid, budget).map_err(|e| format!("worker {tid}: {e}"))?;
-                Ok(w.run())
-            })
-            .map_err(|e| RunError::Fatal(format!("cannot start worker thread: {e}")))?;
-        handles.push(h);
+        handles.push(spawn_worker(cfg, &plan, &shared, tid)?);
     }
     let progress = show_progress.then(|| Progress::start(shared.clone(), plan.measure_start, plan.end));
     let mut merged: Option<Recorder> = None;

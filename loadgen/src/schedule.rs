@@ -48,7 +48,7 @@ impl Schedule {
             let (d, v) = part
                 .split_once(':')
                 .ok_or_else(|| format!("stage `{part}` must be DURATION:VALUE, e.g. 10s:1000"))?;
-            let d = crate::cli::parse_duration(d).map_err(|e| format!("stage `{part}`: {e}"))?;
+            let d = crate::units::parse_duration(d).map_err(|e| format!("stage `{part}`: {e}"))?;
             let v: f64 = v
                 .trim()
                 .parse()

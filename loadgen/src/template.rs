@@ -147,17 +147,6 @@ impl Template {
             }
         }
     }
-
-    /// The text with placeholders left as written (for static templates, the text).
-    pub fn literal(&self) -> String {
-        let mut s = String::new();
-        for p in &self.parts {
-            if let Part::Lit(l) = p {
-                s.push_str(l);
-            }
-        }
-        s
-    }
 }
 
 #[cfg(test)]

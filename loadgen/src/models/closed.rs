@@ -1,0 +1,147 @@
+//! Closed load: a fixed set of connections, each with `pipeline` requests in
+//! flight; a response sends the next request on the same connection.
+
+use super::{Io, Model};
+use std::time::Instant;
+
+pub struct Closed {
+    connections: usize,
+    pipeline: usize,
+    /// Connections to (re)open on the next tick.
+    restart: Vec<usize>,
+    /// `restart` of the previous tick, kept for its allocation.
+    spare: Vec<usize>,
+}
+
+impl Closed {
+    /// `connections`: this thread's share.
+    pub fn new(connections: usize, pipeline: usize) -> Closed {
+        Closed { connections, pipeline, restart: Vec::new(), spare: Vec::new() }
+    }
+
+    fn start_conn<I: Io>(&mut self, io: &mut I, i: usize, now: Instant) {
+        let Some(m) = io.take(now) else { return };
+        if !io.connect(i, now) {
+            if m {
+                io.connect_error(now);
+            }
+            self.restart.push(i);
+            return;
+        }
+        io.send(i, now, now, m);
+        for _ in 1..self.pipeline {
+            match io.take(now) {
+                Some(m) => io.send(i, now, now, m),
+                None => break,
+            }
+        }
+    }
+}
+
+impl Model for Closed {
+    fn start<I: Io>(&mut self, io: &mut I, now: Instant) {
+        for _ in 0..self.connections {
+            let i = io.add_slot();
+            self.start_conn(io, i, now);
+        }
+    }
+
+    fn tick<I: Io>(&mut self, io: &mut I, now: Instant) {
+        if self.restart.is_empty() {
+            return;
+        }
+        // connections that fail again now wait for the next tick
+        let list = std::mem::replace(&mut self.restart, std::mem::take(&mut self.spare));
+        for &i in &list {
+            if !io.is_open(i) {
+                self.start_conn(io, i, now);
+            }
+        }
+        self.spare = list;
+        self.spare.clear();
+    }
+
+    fn wake_at(&self, now: Instant) -> Option<Instant> {
+        (!self.restart.is_empty()).then_some(now)
+    }
+
+    fn on_response<I: Io>(&mut self, io: &mut I, i: usize, now: Instant, reuse: bool) -> bool {
+        if reuse {
+            if let Some(m) = io.take(now) {
+                io.send(i, now, now, m);
+            }
+            return true;
+        }
+        // requests pipelined behind this one fail when the server closes
+        if io.in_flight(i) == 0 {
+            io.close(i);
+            self.restart.push(i);
+        }
+        false
+    }
+
+    fn on_closed<I: Io>(&mut self, _io: &mut I, i: usize, _now: Instant, _failed: bool) {
+        self.restart.push(i);
+    }
+
+    fn exhausted(&self, _now: Instant) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::{Call, FakeIo};
+    use super::*;
+
+    #[test]
+    fn keeps_pipeline_requests_in_flight_per_connection() {
+        let t0 = Instant::now();
+        let mut io = FakeIo::default();
+        let mut m = Closed::new(2, 3);
+        m.start(&mut io, t0);
+        assert_eq!(io.sends(), vec![0, 0, 0, 1, 1, 1]);
+        assert_eq!(m.wake_at(t0), None, "nothing to do until a response");
+        // a response: the next request goes on the same connection at once
+        io.answer(1);
+        assert!(m.on_response(&mut io, 1, t0, true));
+        assert_eq!(io.sends().len(), 7);
+        assert_eq!(io.calls.last(), Some(&Call::Send(1)));
+        assert_eq!(io.in_flight, vec![3, 3]);
+    }
+
+    #[test]
+    fn reconnects_after_a_close_and_stops_at_the_budget() {
+        let t0 = Instant::now();
+        let mut io = FakeIo { budget: Some(3), ..FakeIo::default() };
+        let mut m = Closed::new(1, 1);
+        m.start(&mut io, t0);
+        // the server closes after its response: the model closes and reconnects on the next tick
+        io.answer(0);
+        assert!(!m.on_response(&mut io, 0, t0, false));
+        assert_eq!(io.calls.last(), Some(&Call::Close(0)));
+        assert_eq!(m.wake_at(t0), Some(t0));
+        m.tick(&mut io, t0);
+        assert_eq!(io.calls[io.calls.len() - 2..], [Call::Connect(0), Call::Send(0)]);
+        // a failure: reconnect too; the budget of 3 ends it
+        io.open[0] = false;
+        io.in_flight[0] = 0;
+        m.on_closed(&mut io, 0, t0, true);
+        m.tick(&mut io, t0);
+        m.on_closed(&mut io, 0, t0, true);
+        io.open[0] = false;
+        m.tick(&mut io, t0);
+        assert_eq!(io.sends().len(), 3);
+    }
+
+    #[test]
+    fn a_refused_connect_is_an_error_and_retried() {
+        let t0 = Instant::now();
+        let mut io = FakeIo { refuse: true, ..FakeIo::default() };
+        let mut m = Closed::new(1, 1);
+        m.start(&mut io, t0);
+        assert_eq!(io.calls, vec![Call::Connect(0), Call::ConnectError]);
+        m.tick(&mut io, t0);
+        assert_eq!(io.calls.len(), 4, "retried on the next tick");
+    }
+}
