@@ -17,8 +17,9 @@ from typing import Literal
 
 from rich.console import Console
 
-from serverbench import paths
+from serverbench import doctor, paths
 from serverbench.catalog import Manifest
+from serverbench.environment import server_env
 
 # Build outputs and dependency caches: never part of the folder hash.
 SKIP_DIRS = frozenset({
@@ -35,36 +36,6 @@ class BuildResult:
     seconds: float
     log_path: Path | None
     error: str | None
-
-
-def _affinity_count() -> int:
-    return len(os.sched_getaffinity(0))
-
-
-def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
-               workers: int | None = None) -> dict[str, str]:
-    """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml)."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(paths.TOOLS_BIN), env.get("PATH", os.defpath)])
-    env["HOST"] = host
-    if port is not None:
-        env["PORT"] = str(port)
-    else:
-        env.pop("PORT", None)  # an inherited PORT must not leak into a server
-    env["WORKERS"] = str(workers or m.workers or _affinity_count())
-    env["HELLO_FILE"] = str(paths.HELLO_FILE)
-    env["CARGO_TARGET_DIR"] = str(paths.CARGO_TARGET)
-    # Go's own caches live under $HOME (kept between runs); without HOME it refuses to build.
-    if not env.get("HOME") and not env.get("XDG_CACHE_HOME"):
-        env.setdefault("GOCACHE", str(paths.BUILD / "go-cache"))
-        env.setdefault("GOMODCACHE", str(paths.BUILD / "go-mod"))
-        env.setdefault("GOFLAGS", "-modcacherw")  # so `make clean` can delete the module cache
-    env.setdefault("GOTOOLCHAIN", "local")  # never let `go` fetch a toolchain of its own
-    env.setdefault("MAVEN_OPTS", "-Xmx1g")
-    env.setdefault("NPM_CONFIG_UPDATE_NOTIFIER", "false")
-    env.setdefault("NPM_CONFIG_FUND", "false")
-    env.update(m.env)
-    return env
 
 
 def folder_hash(m: Manifest) -> str:
@@ -141,8 +112,6 @@ def _build_one(m: Manifest, log_path: Path) -> tuple[bool, str | None]:
 def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
           console: Console | None = None) -> list[BuildResult]:
     """Build each server in turn (cached by stamp); failures are recorded and skipped past."""
-    from serverbench import doctor  # doctor needs server_env from here
-
     console = console or Console(stderr=True)
     results: list[BuildResult] = []
     for i, m in enumerate(ms, 1):

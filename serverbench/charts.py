@@ -1,25 +1,19 @@
-"""Plotly figures and the self-contained HTML page of a run report.
+"""Plotly figures of a run report, one function per chart, all drawn from aggregate.Group.
 
-Every chart is followed by a table with the exact figures. The page inlines plotly.js once
-and the figure JSON once; nothing is fetched from the network.
+The HTML exporter (exporters/to_html.py) places them on the page with a table of exact figures.
 """
 from __future__ import annotations
 
-import html
-import json
 import math
 import re
 from collections import Counter
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from .fingerprint import normalize
-from .report import Group, PointData, Warning_, WorkloadData, fmt_cpu, fmt_num, fmt_us
+from .aggregate import Group, PointData, WorkloadData
+from .formatting import fmt_num, fmt_us
 
 # One colour per concurrency model (SPEC.md's list), so a model looks the same in every chart.
 MODEL_COLORS = {
@@ -222,7 +216,7 @@ def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     for pt in wl.points:
         for g in pt.measured:
             rep = g.representative()
-            steps = (rep.metrics.get("steps") if rep else None) or []
+            steps = [s.model_dump() for s in ((rep.metrics.steps if rep else None) or [])]
             if not steps:
                 continue
             xs_all += [s["achieved"] for s in steps if s.get("achieved")]
@@ -242,12 +236,12 @@ def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
                    yaxis={"type": "log", "title": "p99 latency", **log_ticks(ys_all)})
 
 
-def _timeline(g: Group) -> list[dict[str, Any]]:
+def representative_timeline(g: Group) -> list[dict[str, Any]]:
     rep = g.representative()
-    return list(((rep.loadgen or {}).get("timeline") or []) if rep else [])
+    return list(rep.loadgen.timeline) if rep and rep.loadgen else []
 
 
-def _rates(tl: list[dict[str, Any]]) -> list[float]:
+def timeline_rates(tl: list[dict[str, Any]]) -> list[float]:
     out, prev = [], 0.0
     for row in tl:
         t = float(row.get("t") or 0)
@@ -263,14 +257,14 @@ def timeline_chart(wl: WorkloadData, pt: PointData, styles: Styles) -> go.Figure
                         subplot_titles=("completed requests/s", "p90 latency (ms)", "timeouts/s", "active users"))
     p90s: list[float | None] = []
     for g in pt.measured:
-        tl = _timeline(g)
+        tl = representative_timeline(g)
         if not tl:
             continue
         ts = [row.get("t") for row in tl]
         p90s += [_ms(r.get("p90_us")) for r in tl]
         common = {"x": ts, "mode": "lines", "line": styles.line(g.server), "legendgroup": g.server,
                   "name": g.server}
-        fig.add_scatter(**common, y=_rates(tl), row=1, col=1,
+        fig.add_scatter(**common, y=timeline_rates(tl), row=1, col=1,
                         hovertemplate=f"{g.server} t=%{{x}} s: %{{y:,.0f}} req/s<extra></extra>")
         fig.add_scatter(**common, y=[_ms(r.get("p90_us")) for r in tl], row=2, col=1, showlegend=False,
                         hovertemplate=f"{g.server} t=%{{x}} s: p90 %{{y:.3g}} ms<extra></extra>")
@@ -284,346 +278,8 @@ def timeline_chart(wl: WorkloadData, pt: PointData, styles: Styles) -> go.Figure
     return _layout(fig, f"{wl.name} {pt.label}: over time", height=780, margin={"t": 80})
 
 
-# -- HTML pieces ----------------------------------------------------------------------------------
-def esc(x: Any) -> str:
-    return html.escape("" if x is None else str(x))
 
 
-def table(headers: list[str], rows: list[list[Any]], numeric_from: int = 1, cls: str = "") -> str:
-    """An HTML table; columns from `numeric_from` on are right-aligned numbers. Cells are pre-escaped HTML."""
-    head = "".join(f'<th class="{"num" if i >= numeric_from else ""}">{esc(h)}</th>' for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f'<td class="{"num" if i >= numeric_from else ""}">{c}</td>'
-                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return f'<div class="tablewrap"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
-def _srv(g: Group) -> str:
-    dot = f'<span class="dot" style="background:{model_color(g.model)}"></span>'
-    flag = ' <span class="flag" title="see warnings">⚠</span>' if g.warnings else ""
-    return f"{dot}{esc(g.server)}{flag}"
-
-
-def warnings_html(warns: list[tuple[str, Warning_]]) -> str:
-    """One callout listing (prefix, warning) pairs; the prefix names the point in sweeps."""
-    if not warns:
-        return ""
-    items = "".join(f'<li class="w-{esc(w.kind)}"><b>{esc(w.kind)}</b> {esc(prefix)}{esc(w.text)}</li>'
-                    for prefix, w in warns)
-    return f'<div class="warnings"><ul>{items}</ul></div>'
-
-
-def throughput_table(pt: PointData, capacity: bool) -> str:
-    rows = []
-    for i, g in enumerate(pt.measured, 1):
-        t = g.throughput
-        rows.append([str(i), _srv(g), esc(g.model), fmt_num(t.median), fmt_num(t.min), fmt_num(t.max),
-                     f"{t.cv:.1%}" if t.n > 1 else "—", f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
-    what = "capacity req/s" if capacity else "req/s"
-    return table(["#", "server", "model", f"{what} median", "min", "max", "CV", "reps"], rows, numeric_from=3)
-
-
-def latency_table(groups: list[Group]) -> str:
-    rows = [[_srv(g)] + [fmt_us(g.latency[k]) for k in ("p50", "p90", "p99", "p999", "p9999", "max")]
-            + [fmt_num(g.histogram.get_total_count()) if g.histogram else "—"] for g in groups]
-    return table(["server", "p50", "p90", "p99", "p99.9", "p99.99", "max", "samples"], rows)
-
-
-def resources_table(groups: list[Group]) -> str:
-    rows = []
-    for g in groups:
-        rm = g.median("rss_mean_bytes")
-        client = g.median("client_cpu_percent")
-        rows.append([_srv(g), fmt_cpu(g), fmt_num(g.median("cpu_user_s"), 2), fmt_num(g.median("cpu_sys_s"), 2),
-                     fmt_num(g.rss_peak_mib, 1), fmt_num(rm / 2**20 if rm is not None else None, 1),
-                     fmt_num(g.median("threads_peak")),
-                     (fmt_num(client, 0) + " %" if client is not None else "—")
-                     + (' <span class="flag">client-bound</span>' if g.client_saturated else "")])
-    return table(["server", "CPU (% / s)", "user s", "sys s", "peak RSS MiB", "mean RSS MiB", "threads",
-                  "load generator CPU"], rows)
-
-
-def errors_table(groups: list[Group]) -> str:
-    rows = []
-    for g in groups:
-        classes: Counter[str] = Counter()
-        for c in g.ok:
-            classes.update({k: int(v) for k, v in (c.metrics.get("error_classes") or {}).items() if v})
-        rows.append([_srv(g), fmt_num(g.total("requests")), fmt_num(g.errors), fmt_num(g.timeouts),
-                     esc(", ".join(f"{k} {v:,}" for k, v in sorted(classes.items())) or "—"),
-                     fmt_num(g.total("missed_sends")), fmt_num(g.total("unanswered"))])
-    return table(["server", "requests", "errors", "timeouts", "by class", "missed sends",
-                  "unanswered at end"], rows)
-
-
-def sweep_table(wl: WorkloadData) -> str:
-    servers = list(dict.fromkeys(g.server for g in wl.groups))
-    rows = []
-    for s in servers:
-        cells = []
-        first = None
-        for pt in wl.points:
-            g = next((x for x in pt.groups if x.server == s), None)
-            first = first or g
-            if g is None or g.throughput is None:
-                cells.append("—" if g is None or not g.bad else f'<span class="bad">{esc(g.bad[0].status)}</span>')
-                continue
-            flag = ' <span class="flag">⚠</span>' if g.warnings else ""
-            cells.append(f"{g.throughput.median:,.0f}{flag}<br><small>p99 {fmt_us(g.latency['p99'])}</small>")
-        rows.append([_srv(first) if first else esc(s)] + cells)
-    return table(["server"] + [pt.label for pt in wl.points], rows)
-
-
-def capacity_table(wl: WorkloadData) -> str:
-    rows = []
-    for pt in wl.points:
-        for g in pt.measured:
-            rep = g.representative()
-            steps = (rep.metrics.get("steps") if rep else None) or []
-            held = [s for s in steps if s.get("held", (s.get("p99_us") or 0) <= wl.p99_limit_us and not s.get("errors"))]
-            broke = next((s for s in steps if s not in held), None)
-            rows.append([_srv(g), fmt_num(g.throughput.median), str(len(steps)),
-                         fmt_us(held[-1].get("p99_us")) if held else "—",
-                         (f"{broke.get('rate', 0):,} req/s → p99 {fmt_us(broke.get('p99_us'))}"
-                          + (f", {broke.get('errors'):,} errors" if broke.get("errors") else "")) if broke else "—"])
-    return table(["server", "capacity req/s", "steps", "p99 at capacity", "first step over the limit"], rows)
-
-
-def timeline_table(pt: PointData) -> str:
-    rows = []
-    for g in pt.measured:
-        tl = _timeline(g)
-        if not tl:
-            continue
-        rates = _rates(tl)
-        p90 = [r.get("p90_us") for r in tl if r.get("p90_us") is not None]
-        tos = [(r.get("errors") or {}).get("timeout", 0) for r in tl]
-        first_to = next((r.get("t") for r, n in zip(tl, tos) if n), None)
-        rows.append([_srv(g), fmt_num(max(rates)), fmt_num(sum(rates) / len(rates)),
-                     fmt_us(p90[-1] if p90 else None), fmt_us(max(p90) if p90 else None), fmt_num(sum(tos)),
-                     f"{first_to} s" if first_to is not None else "—"])
-    return table(["server", "peak req/s", "mean req/s", "p90 at end", "worst p90", "timeouts", "first timeout"],
-                 rows)
-
-
-# -- page assembly ---------------------------------------------------------------------------------
-class Page:
-    """Collects sections, figures and the table of contents while the report is written."""
-
-    def __init__(self) -> None:
-        self.figures: dict[str, str] = {}  # div id -> figure JSON
-        self.toc: list[tuple[int, str, str]] = []
-        self.parts: list[str] = []
-
-    def anchor(self, text: str) -> str:
-        slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "s"
-        n, base = 1, slug
-        while any(a == slug for _, a, _ in self.toc):
-            n += 1
-            slug = f"{base}-{n}"
-        return slug
-
-    def heading(self, level: int, text: str, toc: bool = True) -> None:
-        a = self.anchor(text)
-        if toc:
-            self.toc.append((level, a, text))
-        self.parts.append(f'<h{level} id="{a}">{esc(text)}</h{level}>')
-
-    def chart(self, fig: go.Figure, table_html: str, caption: str = "") -> None:
-        div = f"chart-{len(self.figures) + 1}"
-        self.figures[div] = pio.to_json(fig, validate=False, pretty=False)
-        cap = f'<p class="caption">{caption}</p>' if caption else ""
-        h = int(fig.layout.height or 400)
-        self.parts.append(f'<figure class="chart"><div id="{div}" class="plot" style="height:{h}px"></div>'
-                          f"{cap}{table_html}</figure>")
-
-    def add(self, raw_html: str) -> None:
-        self.parts.append(raw_html)
-
-
-def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, heavy_note: str = "") -> None:
-    groups = pt.measured
-    if not groups:
-        page.add('<p class="muted">No server produced a result for this point.</p>')
-        return
-    what = f"{wl.name} {pt.label}"
-    if not wl.is_sweep or heavy_note:
-        title = (f"capacity: highest rate with p99 ≤ {fmt_us(wl.p99_limit_us)}" if wl.is_capacity
-                 else "requests/s (median; whiskers min–max over repetitions)")
-        page.chart(throughput_chart(pt, f"{what}: {title}"), throughput_table(pt, wl.is_capacity))
-    page.chart(latency_chart(groups, styles, f"{what}: latency by percentile{heavy_note}"), latency_table(groups),
-               "Percentiles from the repetitions' HdrHistograms merged exactly; both axes logarithmic.")
-    page.chart(resources_chart(groups, f"{what}: server CPU and memory{heavy_note}"), resources_table(groups),
-               "Medians over repetitions. CPU % counts 100 per core; the server is pinned to its CPU(s).")
-    if any(g.errors or g.timeouts for g in groups):
-        page.chart(errors_chart(groups, f"{what}: errors and timeouts{heavy_note}"), errors_table(groups))
-    else:
-        page.add(f'<p class="ok">✓ No errors or timeouts at {esc(pt.label)}.</p>')
-
-
-def _workload_section(page: Page, wl: WorkloadData) -> None:
-    page.heading(2, wl.name)
-    if wl.description:
-        page.add(f'<p class="desc">{esc(wl.description)}</p>')
-    styles = Styles(wl.groups)
-    if wl.is_sweep:
-        page.add(warnings_html([(f"{pt.label} · ", w) for pt in wl.points for g in pt.groups for w in g.warnings]))
-        page.chart(sweep_chart(wl, styles), sweep_table(wl),
-                   "Each point: median requests/s (whiskers min–max) and p99 from merged histograms.")
-    if wl.is_capacity:
-        page.chart(capacity_chart(wl, styles), capacity_table(wl),
-                   "The capacity is the achieved rate of the last step whose p99 stayed under the limit "
-                   "without errors.")
-    detail = wl.points if len(wl.points) <= 3 else wl.points[-1:]
-    for pt in detail:
-        if wl.is_sweep:
-            page.heading(3, f"{wl.name} · {pt.label}", toc=False)
-        else:
-            page.add(warnings_html([("", w) for g in pt.groups for w in g.warnings]))
-        note = f" (heaviest point {pt.label})" if len(wl.points) > 3 else ""
-        if wl.is_ramp:
-            page.chart(timeline_chart(wl, pt, styles), timeline_table(pt),
-                       "From the loadgen's per-second timeline of the median repetition.")
-        _point_section(page, wl, pt, styles, note)
-
-
-def _environment(run: Any) -> str:
-    fp = normalize(run.fingerprint)
-    opts = run.options or {}
-    commit = str(fp.get("git_commit") or "?")
-    items = [
-        ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
-        ("pinning", f"server on CPU {_cpus(fp.get('server_cpus'))}, load generator on CPU {_cpus(fp.get('client_cpus'))}"),
-        ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
-        ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
-        ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),
-        ("run", f"#{run.id} · {run.status} · started {run.started_at or '?'} · finished {run.finished_at or '—'}"),
-        ("options", ", ".join(f"{k}={v}" for k, v in sorted(opts.items())) or "—"),
-    ]
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
-    servers = fp.get("servers") or {}
-    rows = [[f'<span class="dot" style="background:{model_color(i.get("model") or "")}"></span>{esc(s)}',
-             esc(i.get("language")), esc(i.get("model")), esc(i.get("framework")), esc(i.get("runtime")),
-             esc(i.get("version") or "—")] for s, i in sorted(servers.items())]
-    stable = table(["server", "language", "model", "framework", "runtime", "version"], rows, numeric_from=99)
-    return f'<dl class="env">{dl}</dl>{stable if rows else ""}'
-
-
-def _cpus(v: Any) -> str:
-    if isinstance(v, (list, tuple)):
-        return ",".join(str(x) for x in v) or "?"
-    return "?" if v is None else str(v)
-
-
-def _failures(workloads: list[WorkloadData]) -> str:
-    rows = []
-    for wl in workloads:
-        for g in wl.groups:
-            for c in sorted(g.bad, key=lambda c: c.repetition):
-                tail = (f"<details><summary>log tail</summary><pre>{esc(c.log_tail)}</pre></details>"
-                        if c.log_tail else "")
-                rows.append([esc(c.server), esc(wl.name), esc(c.point), str(c.repetition),
-                             f'<span class="bad">{esc(c.status)}</span>', esc(c.error or "—") + tail])
-    if not rows:
-        return '<p class="ok">✓ Every cell completed.</p>'
-    return table(["server", "workload", "point", "rep", "status", "error"], rows, numeric_from=99, cls="failures")
-
-
-def _overview(workloads: list[WorkloadData]) -> str:
-    """One line per workload point: who came first, by how much, and the field."""
-    rows = []
-    for wl in workloads:
-        pts = wl.points if len(wl.points) <= 3 else [wl.points[-1]]
-        for pt in pts:
-            m = pt.measured
-            if not m:
-                continue
-            best = m[0]
-            second = m[1].throughput.median if len(m) > 1 else None
-            lead = f"{best.throughput.median / second:.2f}× the next" if second else "—"
-            rows.append([esc(wl.name), esc(pt.label), _srv(best), esc(best.model), fmt_num(best.throughput.median),
-                         lead, str(len(m)), str(sum(1 for g in pt.groups if g.warnings))])
-    return table(["workload", "point", "fastest", "model", "req/s", "lead", "servers", "with warnings"],
-                 rows, numeric_from=4)
-
-
-CSS = """
-:root{--fg:#1d2330;--muted:#5b6475;--line:#e3e6ec;--bg:#fff;--soft:#f6f7f9;--warn:#fff7e0;--warnline:#f0c24b}
-*{box-sizing:border-box}
-body{margin:0;font-family:%(font)s;color:var(--fg);background:var(--bg);line-height:1.5;font-size:15px}
-.layout{display:grid;grid-template-columns:250px minmax(0,1fr);max-width:1500px;margin:0 auto}
-nav{position:sticky;top:0;height:100vh;overflow:auto;padding:24px 16px;border-right:1px solid var(--line);background:var(--soft);font-size:14px}
-nav ul{list-style:none;padding-left:0;margin:0} nav li{margin:3px 0} nav li.l3{padding-left:14px}
-nav a{color:var(--fg);text-decoration:none} nav a:hover{text-decoration:underline}
-main{padding:24px 36px 80px}
-h1{font-size:26px;margin:0 0 4px} h2{font-size:21px;margin:44px 0 8px;padding-top:12px;border-top:2px solid var(--line)}
-h3{font-size:17px;margin:28px 0 8px}
-.sub,.desc,.caption,.muted{color:var(--muted)} .caption{font-size:13px;margin:4px 0 8px}
-dl.env{display:grid;grid-template-columns:110px 1fr;gap:4px 16px;margin:12px 0 16px;padding:14px 18px;background:var(--soft);border-radius:8px}
-dl.env dt{font-weight:600;color:var(--muted)} dl.env dd{margin:0}
-figure.chart{margin:18px 0 30px;padding:12px 14px;border:1px solid var(--line);border-radius:10px;background:#fff}
-.plot{width:100%%}
-.tablewrap{overflow-x:auto}
-table{border-collapse:collapse;width:100%%;font-size:13.5px;margin:6px 0;font-variant-numeric:tabular-nums}
-th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-th{background:var(--soft);font-weight:600;white-space:nowrap} td.num,th.num{text-align:right;white-space:nowrap}
-tbody tr:hover{background:#fafbfd}
-.dot{display:inline-block;width:10px;height:10px;border-radius:50%%;margin-right:7px;vertical-align:baseline}
-.flag{color:#b7791f;font-weight:600} .bad{color:#c53030;font-weight:600} .ok{color:#2f855a}
-.warnings{background:var(--warn);border-left:4px solid var(--warnline);border-radius:6px;padding:8px 14px;margin:12px 0}
-.warnings ul{margin:0;padding-left:18px} .warnings li{margin:3px 0} .warnings b{text-transform:uppercase;font-size:11px;letter-spacing:.04em;margin-right:6px;color:#8a5a00}
-.warnings li.w-errors b,.warnings li.w-failed b,.warnings li.w-stalls b{color:#c53030}
-details summary{cursor:pointer;color:var(--muted)} pre{background:var(--soft);padding:8px;border-radius:6px;overflow-x:auto;font-size:12px}
-@media (max-width:900px){.layout{display:block} nav{position:static;height:auto}}
-""" % {"font": FONT}
-
-BOOT = """
-(function () {
-  var figs = JSON.parse(document.getElementById('sb-figures').textContent);
-  var config = {responsive: true, displaylogo: false, modeBarButtonsToRemove: ['lasso2d', 'select2d']};
-  // Resolves with the number of charts once plotly has drawn every one (the browser test waits on it).
-  window.serverbenchReady = Promise.all(Object.keys(figs).map(function (id) {
-    return Plotly.newPlot(id, figs[id].data, figs[id].layout, config);
-  })).then(function () { return Object.keys(figs).length; });
-})();
-"""
-
-
-def render_html(run: Any, workloads: list[WorkloadData]) -> str:
-    """The whole report page as one self-contained HTML string."""
-    page = Page()
-    page.heading(2, "Environment")
-    page.add(_environment(run))
-    page.heading(2, "At a glance")
-    page.add(_overview(workloads))
-    for wl in workloads:
-        _workload_section(page, wl)
-    page.heading(2, "Failed and skipped cells")
-    page.add(_failures(workloads))
-
-    toc = "".join(f'<li class="l{lvl}"><a href="#{a}">{esc(t)}</a></li>' for lvl, a, t in page.toc)
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    figures = "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in page.figures.items()) + "}"
-    figures = figures.replace("</", "<\\/")  # a "</script>" inside a string must not end the block
-    title = f"serverbench run {run.id}"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{esc(title)}</title>
-<style>{CSS}</style>
-<script>window.PlotlyConfig = {{MathJaxConfig: 'local'}};</script>
-<script>{get_plotlyjs()}</script>
-</head><body><div class="layout">
-<nav><p><b>{esc(title)}</b></p><ul>{toc}</ul></nav>
-<main><h1>{esc(title)}</h1>
-<p class="sub">{len(workloads)} workloads · generated {generated} · requests/s are medians over repetitions;
-whiskers show min–max; latency percentiles come from merged HdrHistograms.</p>
-{''.join(page.parts)}
-</main></div>
-<script type="application/json" id="sb-figures">{figures}</script>
-<script>{BOOT}</script>
-</body></html>
-"""
-
-
-__all__ = ["render_html", "model_color", "throughput_chart", "latency_chart", "resources_chart", "errors_chart",
-           "sweep_chart", "capacity_chart", "timeline_chart"]
+__all__ = ["model_color", "Styles", "throughput_chart", "latency_chart", "resources_chart", "errors_chart",
+           "sweep_chart", "capacity_chart", "timeline_chart", "timeline_rates", "representative_timeline",
+           "log_ticks"]

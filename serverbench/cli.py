@@ -1,11 +1,10 @@
 """The `serverbench` command line (Typer + Rich).
 
-This module holds the lifecycle commands (doctor, list, install, build); the
-run pipeline and the reports register theirs from `cli_run` / `cli_report`.
+This module holds the lifecycle commands (doctor, list, install, build); verify, the run
+pipeline and the reports register theirs from `cli_verify`, `cli_run` and `cli_report`.
 """
 from __future__ import annotations
 
-import importlib
 import resource
 import shutil
 from typing import Optional
@@ -13,10 +12,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, doctor as doctor_mod, paths
-from serverbench import supervisor
-from serverbench.catalog import Catalog, CatalogError, Manifest, load_catalog, select
+from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify
+from serverbench import doctor as doctor_mod, paths, supervisor
+from serverbench.catalog import Manifest, select
+from serverbench.cli_common import load_catalog_warn, selected
 from serverbench.console import console, err_console
+from serverbench.install import install_missing
+from serverbench.store import Store
 
 app = typer.Typer(
     help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",
@@ -29,26 +31,6 @@ IdsArg = typer.Argument(None, help="Server ids (folder names under servers/); de
                         show_default=False)
 
 
-def load_catalog_warn() -> Catalog:
-    """Load the catalog and print each broken manifest as one yellow line."""
-    cat = load_catalog(paths.SERVERS)
-    for line in cat.errors:
-        err_console.print(f"warning: {line}", style="yellow", markup=False, highlight=False,
-                          soft_wrap=True)
-    return cat
-
-
-def selected(ids: Optional[list[str]]) -> list[Manifest]:
-    """Manifests for `ids` (all when empty); exits 2 with one line on an unknown id."""
-    cat = load_catalog_warn()
-    try:
-        return select(cat, ids)
-    except CatalogError as e:
-        err_console.print(f"error: {e}", style="red", markup=False, highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
 def _yes(flag: bool | None) -> str:
     if flag is None:
         return "?"
@@ -56,26 +38,18 @@ def _yes(flag: bool | None) -> str:
 
 
 def _verified(ms: list[Manifest]) -> dict[str, str]:
-    """Conformance column per server: yes / no / stale (code changed since) / ? (no store yet)."""
-    try:
-        from serverbench.store import Store
-
-        store = Store(paths.DB_PATH)
-        out: dict[str, str] = {}
+    """Conformance column per server: yes / no / stale (code changed since) / – (never verified)."""
+    out: dict[str, str] = {}
+    with Store(paths.DB_PATH) as store:
         for m in ms:
             v = store.verdict(m.id)
             if v is None:
                 out[m.id] = "–"
-            elif getattr(v, "folder_hash", None) not in (None, build_mod.folder_hash(m)):
+            elif v.folder_hash not in (None, build_mod.folder_hash(m)):
                 out[m.id] = "[yellow]stale[/]"
             else:
-                out[m.id] = _yes(bool(getattr(v, "passed", v)))
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
-        return out
-    except (ImportError, AttributeError):
-        return {m.id: "?" for m in ms}
+                out[m.id] = _yes(v.passed)
+    return out
 
 
 @app.command()
@@ -130,8 +104,6 @@ def list_servers() -> None:
 def install(ids: Optional[list[str]] = IdsArg,
             dry_run: bool = typer.Option(False, "--dry-run", help="Print the commands only.")) -> None:
     """Install missing toolchains from each server.toml's \\[install] table (apt/npm; root only)."""
-    from serverbench.install import install_missing
-
     for msg in install_missing(selected(ids), dry_run=dry_run):
         console.print(msg, markup=False, highlight=False)
 
@@ -163,12 +135,8 @@ def version() -> None:
     console.print(f"serverbench {__version__}")
 
 
-for _mod in ("cli_run", "cli_report"):
-    try:
-        importlib.import_module(f"serverbench.{_mod}").register(app)
-    except ModuleNotFoundError as e:
-        if e.name != f"serverbench.{_mod}":
-            raise
+for _mod in (cli_verify, cli_run, cli_report):
+    _mod.register(app)
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from serverbench.build import server_env
+from serverbench.environment import server_env
 from serverbench.catalog import Manifest
 
 VERSION_TIMEOUT_S = 20.0

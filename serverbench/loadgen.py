@@ -18,11 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .model import LoadgenFormatError, LoadgenReport
 from .workloads import Point, parse_duration
 
-SCHEMA = "loadgen/1"
 SATURATION = 0.90
-_SUMMARY_KEYS = ("requests", "ok", "errors", "rps", "latency_us")
 
 
 class LoadgenError(Exception):
@@ -31,7 +30,7 @@ class LoadgenError(Exception):
 
 @dataclass
 class LoadgenResult:
-    data: dict  # the parsed loadgen/1 JSON
+    report: LoadgenReport  # the validated loadgen/1 JSON
     args: list[str]  # the loadgen arguments used (after the binary)
     wall_s: float
     client_cpu_s: float
@@ -42,8 +41,9 @@ class LoadgenResult:
     extra: dict = field(default_factory=dict)
 
     @property
-    def summary(self) -> dict:
-        return self.data["summary"]
+    def measured_s(self) -> float:
+        """Seconds the loadgen measured (its own figure, else the wall time)."""
+        return float(self.report.duration_s or self.wall_s)
 
 
 def binary() -> Path:
@@ -67,20 +67,12 @@ def version(path: Path | None = None) -> str | None:
     return (out.stdout.strip() or out.stderr.strip()).splitlines()[0] if (out.stdout or out.stderr) else None
 
 
-def validate(data: object, source: str) -> dict:
-    """Check the parts of a loadgen/1 result the harness relies on; LoadgenError names `source`."""
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise LoadgenError(f"{source}: schema is {got!r}, expected {SCHEMA!r}; rebuild loadgen (`make loadgen`)")
-    summary = data.get("summary")
-    if not isinstance(summary, dict):
-        raise LoadgenError(f"{source}: no 'summary' object; rebuild loadgen (`make loadgen`)")
-    missing = [k for k in _SUMMARY_KEYS if k not in summary]
-    if missing:
-        raise LoadgenError(f"{source}: summary lacks {', '.join(missing)}; rebuild loadgen (`make loadgen`)")
-    if not isinstance(data.get("error_classes", {}), dict):
-        raise LoadgenError(f"{source}: 'error_classes' is not an object; rebuild loadgen (`make loadgen`)")
-    return data
+def validate(data: object, source: str) -> LoadgenReport:
+    """The loadgen/1 result in `data` as a model; LoadgenError names `source` and the bad field."""
+    try:
+        return LoadgenReport.parse(data, source)
+    except LoadgenFormatError as e:
+        raise LoadgenError(str(e)) from None
 
 
 def deadline_for(point: Point, extra_s: float = 0.0) -> float:
@@ -149,7 +141,7 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
         cmd = _pin([str(exe), *args, "--json", str(out), "--quiet"], client_cpus)
         try:
             data, wall, ru, stderr_tail = _execute(cmd, exe, out, limit, timeout_grace)
-            validate(data, str(out))
+            report = validate(data, str(out))
         except LoadgenError as e:
             keep = str(e).startswith(str(out))
             raise
@@ -158,7 +150,7 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
             out.unlink(missing_ok=True)
     cpu = ru.ru_utime + ru.ru_stime
     pct = 100.0 * cpu / wall if wall > 0 else 0.0
-    return LoadgenResult(data=data, args=args, wall_s=wall, client_cpu_s=cpu, client_cpu_percent=pct,
+    return LoadgenResult(report=report, args=args, wall_s=wall, client_cpu_s=cpu, client_cpu_percent=pct,
                          client_saturated=pct >= SATURATION * 100.0 * cores, client_cores=cores,
                          stderr_tail=stderr_tail)
 

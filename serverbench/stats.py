@@ -62,20 +62,3 @@ def modified_z_scores(values: Sequence[float]) -> list[float]:
 def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
     """Indices of values whose modified z-score exceeds `threshold` (needs >= 3 values)."""
     return [i for i, z in enumerate(modified_z_scores(values)) if z > threshold]
-
-
-def warnings_for(label: str, values: Sequence[float], what: str = "rps") -> list[str]:
-    """One-line warnings about noise and outliers for a series of repetitions."""
-    out: list[str] = []
-    if len(values) < 2:
-        return out
-    s = summarize(values)
-    if noisy(s):
-        out.append(f"{label}: {what} varies by CV {s.cv:.1%} (> {NOISE_CV:.0%}) across {s.n} runs; "
-                   "close other programs, pin CPUs or raise --repeat")
-    idx = outliers(values)
-    if idx:
-        shown = ", ".join(f"#{i + 1}={values[i]:.4g}" for i in idx)
-        out.append(f"{label}: statistical outliers in {what} ({shown}); "
-                   "another process may have interfered, consider re-running")
-    return out

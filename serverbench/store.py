@@ -13,43 +13,22 @@ Tables (docs/DESIGN.md):
   verdicts(id, server, checked_at, passed, checks_json, folder_hash)  (history; latest wins)
   schema_version(version)
 
-`metrics_json` — the flat figures the report reads (absent keys = not applicable):
-  rps               responses/s of measured time (loadgen summary.rps)
-  requests, ok, errors, timeouts     counts (timeouts = error_classes.timeout)
-  error_classes     {connect, read, write, timeout, status, malformed}
-  p50_us p75_us p90_us p99_us p999_us p9999_us max_us mean_us   latency in µs
-                    (open load: corrected for coordinated omission)
-  duration_s        measured seconds (loadgen)
-  cpu_user_s cpu_sys_s cpu_percent (mean, 100 = one core) rss_peak_bytes rss_mean_bytes
-  threads_peak ctx_voluntary ctx_involuntary processes_peak     server process tree (sampler)
-  client_cpu_percent (100 = one core), client_saturated (bool)  the loadgen's own CPU
-  missed_sends      open load: sends not made on schedule
-  unanswered        requests that had waited ≥ 1 s for a response when the run ended
-  unanswered_oldest_us  the age of the oldest of those
-  target_rate       open load: requested rate (req/s); null otherwise
-  calibration_rps   rate="N%" points: closed-loop rps the rate was derived from
-  connections       closed load connections (or max connections)
-  users             sessions: virtual users
-  workers           $WORKERS the server ran with
-  bound             the server's max_connections for those workers (null = unbounded)
-  capacity_rps      mode capacity: achieved rps of the highest step that held (0 if none)
-  steps             mode capacity: [{rate, achieved, p99_us, errors, missed_sends, held}]
-  warmup_s, planned_s   planned warm-up and load seconds of the cell
-  overhead_s        harness overhead: cell wall time minus warmup_s and planned_s
-  server_start_s    seconds until the server was ready (first point after a start only)
+`metrics_json` holds a `model.CellMetrics` (every figure, with its unit, is documented there);
+`loadgen_json` a `model.LoadgenReport`. Cells are read and written only through those types.
+Version 4 added `runs.error` (why a run 'failed') and rewrote every cell's metrics through
+CellMetrics.
 """
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-CellKey = tuple[str, str, str, int]
-
+from .model import CellKey, CellMetrics, CellRecord, LoadgenFormatError, LoadgenReport
 
 class StoreError(Exception):
     """The results database cannot be used (one-line message naming the file and the fix)."""
@@ -57,28 +36,6 @@ class StoreError(Exception):
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass
-class CellRecord:
-    server: str
-    workload: str
-    point: str
-    repetition: int
-    status: str  # 'ok' | 'failed' | 'skipped'
-    error: str | None = None
-    log_tail: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    loadgen: dict | None = None
-    usage: dict | None = None
-    metrics: dict = field(default_factory=dict)
-    id: int | None = None
-    run_id: int | None = None
-
-    @property
-    def key(self) -> CellKey:
-        return (self.server, self.workload, self.point, self.repetition)
 
 
 @dataclass
@@ -93,6 +50,7 @@ class RunRow:
     cells_failed: int = 0
     cells_skipped: int = 0
     owner: str | None = None
+    error: str | None = None  # why the run failed (status 'failed')
 
     @property
     def shown_status(self) -> str:
@@ -179,8 +137,18 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
 
 
+def _v4(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN error TEXT")
+    # Every cell's figures through the model: types checked, keys this version no longer
+    # knows dropped, so later readers can rely on CellMetrics alone.
+    rows = db.execute("SELECT id, metrics_json FROM cells").fetchall()
+    for cell_id, text in rows:
+        metrics = CellMetrics.load(_loads(text)).dump()
+        db.execute("UPDATE cells SET metrics_json=? WHERE id=?", (json.dumps(metrics), cell_id))
+
+
 # Append only: MIGRATIONS[i] brings a database from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -260,24 +228,26 @@ class Store:
                  json.dumps(options, default=str), this_owner()))
             return int(cur.lastrowid)
 
-    def finish_run(self, run_id: int, status: str) -> None:
+    def finish_run(self, run_id: int, status: str, error: str | None = None) -> None:
+        """status: 'finished' (the plan completed) | 'interrupted' | 'failed' (with `error`)."""
         with self._tx() as db:
-            db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, now_iso(), run_id))
+            db.execute("UPDATE runs SET status=?, finished_at=?, error=? WHERE id=?",
+                       (status, now_iso(), error, run_id))
 
     def reopen_run(self, run_id: int) -> None:
         """Mark a run 'running' again, owned by this process (resume)."""
         with self._tx() as db:
-            db.execute("UPDATE runs SET status='running', finished_at=NULL, owner=? WHERE id=?",
+            db.execute("UPDATE runs SET status='running', finished_at=NULL, error=NULL, owner=? WHERE id=?",
                        (this_owner(), run_id))
 
     def _run_rows(self, where: str = "", args: tuple = ()) -> list[RunRow]:
         rows = self.db.execute(f"""
             SELECT r.id, r.started_at, r.finished_at, r.status, r.fingerprint_json, r.options_json,
-                   SUM(c.status='ok'), SUM(c.status='failed'), SUM(c.status='skipped'), r.owner
+                   SUM(c.status='ok'), SUM(c.status='failed'), SUM(c.status='skipped'), r.owner, r.error
             FROM runs r LEFT JOIN cells c ON c.run_id = r.id {where}
             GROUP BY r.id ORDER BY r.id""", args).fetchall()
         return [RunRow(r[0], r[1], r[2], r[3], _loads(r[4]) or {}, _loads(r[5]) or {},
-                       r[6] or 0, r[7] or 0, r[8] or 0, r[9]) for r in rows]
+                       r[6] or 0, r[7] or 0, r[8] or 0, r[9], r[10]) for r in rows]
 
     def runs(self) -> list[RunRow]:
         return self._run_rows()
@@ -309,9 +279,9 @@ class Store:
                 RETURNING id""",
                 (run_id, cell.server, cell.workload, cell.point, cell.repetition, cell.status,
                  cell.error, cell.log_tail, cell.started_at, cell.finished_at,
-                 json.dumps(cell.loadgen) if cell.loadgen is not None else None,
+                 json.dumps(cell.loadgen.dump()) if cell.loadgen is not None else None,
                  json.dumps(cell.usage) if cell.usage is not None else None,
-                 json.dumps(cell.metrics or {}, default=str)))
+                 json.dumps(cell.metrics.dump())))
             cell_id = int(cur.fetchone()[0])
         cell.id, cell.run_id = cell_id, run_id
         return cell_id
@@ -323,8 +293,17 @@ class Store:
             FROM cells WHERE run_id=? ORDER BY id""", (run_id,)).fetchall()
         return [CellRecord(server=r[2], workload=r[3], point=r[4], repetition=r[5], status=r[6],
                            error=r[7], log_tail=r[8], started_at=r[9], finished_at=r[10],
-                           loadgen=_loads(r[11]), usage=_loads(r[12]), metrics=_loads(r[13]) or {},
-                           id=r[0], run_id=r[1]) for r in rows]
+                           loadgen=self._loadgen(r[11], r[0]), usage=_loads(r[12]),
+                           metrics=CellMetrics.load(_loads(r[13])), id=r[0], run_id=r[1]) for r in rows]
+
+    def _loadgen(self, text: str | None, cell_id: int) -> LoadgenReport | None:
+        if not text:
+            return None
+        try:
+            return LoadgenReport.parse(json.loads(text), f"{self.path} cell {cell_id}")
+        except (LoadgenFormatError, json.JSONDecodeError) as e:
+            raise StoreError(f"{str(e).split('; ')[0]}; the stored loadgen result is unreadable, "
+                             "re-run that cell (`serverbench run --resume`)") from None
 
     def done_keys(self, run_id: int) -> set[CellKey]:
         """Keys of cells that completed ('ok'); resume skips these and retries the rest."""

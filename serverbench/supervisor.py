@@ -33,7 +33,7 @@ from pathlib import Path
 import psutil
 
 from serverbench import paths
-from serverbench.build import server_env
+from serverbench.environment import server_env
 from serverbench.catalog import Manifest
 
 STOP_GRACE_S = 5.0

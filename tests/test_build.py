@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 from serverbench import paths
-from serverbench.build import build, folder_hash, is_built, server_env
+from serverbench.build import build, folder_hash, is_built
+from serverbench.environment import server_env
 from serverbench.catalog import load_catalog, select
 
 

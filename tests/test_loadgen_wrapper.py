@@ -37,7 +37,7 @@ def test_runs_pinned_parses_json_and_measures_client_cpu(fake: Path) -> None:
     cpu = sorted(os.sched_getaffinity(0))[-1]
     with runfix.tiny_server() as url:
         r = run_loadgen(url, POINT, default_path="/json", client_cpus=[cpu])
-    assert r.data["schema"] == "loadgen/1" and r.summary["ok"] > 10 and r.summary["errors"] == 0
+    assert r.report.schema_ == "loadgen/1" and r.report.summary.ok > 10 and r.report.summary.errors == 0
     [call] = runfix.log_lines(fake)
     assert call["affinity"] == [cpu]
     assert call["argv"][:5] == [f"{url}/json", "--connections", "1", "--duration", "300ms"]
@@ -46,8 +46,8 @@ def test_runs_pinned_parses_json_and_measures_client_cpu(fake: Path) -> None:
     assert 0.3 <= r.wall_s < 10
     assert r.client_cpu_s > 0 and 0 < r.client_cpu_percent < 200 and r.client_cores == 1
     assert r.client_saturated == (r.client_cpu_percent >= 90)
-    h = HdrHistogram.decode(r.data["histograms"]["latency"])
-    assert h.get_total_count() == r.summary["requests"]
+    h = HdrHistogram.decode(r.report.histograms.latency)
+    assert h.get_total_count() == r.report.summary.requests
     assert version() == "loadgen 0.0.0-fake"
 
 
@@ -80,7 +80,7 @@ def test_overrun_is_killed_within_bounds(fake: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_validate_requires_summary_fields() -> None:
-    with pytest.raises(LoadgenError, match="summary lacks rps"):
+    with pytest.raises(LoadgenError, match="f.json: field summary.rps: Field required"):
         validate({"schema": "loadgen/1", "summary": {"requests": 1, "ok": 1, "errors": 0, "latency_us": {}}}, "f.json")
     with pytest.raises(LoadgenError, match="f.json: schema is None"):
         validate({}, "f.json")

@@ -16,7 +16,10 @@ from hdrh.histogram import HdrHistogram
 from typer.testing import CliRunner
 
 from serverbench.cli_report import register
-from serverbench.report import CSV_COLUMNS, MD_COLUMNS, ReportPaths, merge_histograms, write_report
+from serverbench.aggregate import merge_histograms
+from serverbench.exporters.to_csv import COLUMNS as CSV_COLUMNS
+from serverbench.exporters.to_markdown import COLUMNS as MD_COLUMNS
+from serverbench.report import ReportPaths, write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report" / "make_store.py"
 
@@ -120,7 +123,7 @@ def test_csv_columns_and_figures(built) -> None:
     cells = store.cells(run_id)
     assert len(rows) == len({(c.server, c.workload, c.point) for c in cells})
     row = next(r for r in rows if r["workload"] == "prantl-wrk" and r["server"] == "go-nethttp")
-    expect = statistics.median(c.metrics["rps"] for c in cells
+    expect = statistics.median(c.metrics.rps for c in cells
                                if c.server == "go-nethttp" and c.workload == "prantl-wrk" and c.status == "ok")
     assert float(row["rps_median"]) == pytest.approx(expect, abs=0.1)
     assert row["reps_ok"] == "3" and row["place"] == "2"

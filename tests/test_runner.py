@@ -3,7 +3,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
@@ -113,12 +112,11 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def go(env, servers, workloads, **kw):
-    out = Console(file=open("/dev/null", "w"), width=200)
     opts = RunOptions(servers=servers, workloads=workloads, repeat=kw.pop("repeat", 1),
                       allow_unverified=kw.pop("allow_unverified", True), ready_timeout=kw.pop("ready_timeout", 10),
                       server_cpus=[0], client_cpus=[sorted(__import__("os").sched_getaffinity(0))[-1]])
     return run_matrix(env["store"], opts, manifests=[env["servers"][s] for s in servers],
-                      workloads=[env["workloads"][w] for w in workloads], console=out, progress=False,
+                      workloads=[env["workloads"][w] for w in workloads],
                       fingerprint={"test": True}, **kw)
 
 
@@ -129,17 +127,19 @@ def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
     assert [(c.point, c.repetition) for c in cells] == [("c=1", 1), ("c=2", 1), ("c=1", 2), ("c=2", 2)]
     for c in cells:
         m = c.metrics
-        assert m["rps"] > 0 and m["ok"] > 0 and m["errors"] == 0 and m["p99_us"] > 0
-        assert m["cpu_user_s"] + m["cpu_sys_s"] > 0 and m["cpu_percent"] > 0
-        assert m["rss_peak_bytes"] > 5_000_000 and m["threads_peak"] >= 1
-        assert m["client_cpu_percent"] > 0 and m["client_saturated"] in (True, False)
-        assert m["bound"] is None and m["workers"] == 1
-        assert 0 <= m["overhead_s"] < 3 and m["warmup_s"] == 0.2
-        assert c.loadgen["schema"] == "loadgen/1" and c.usage["samples"] > 0
-    assert "server_start_s" in cells[0].metrics and "server_start_s" not in cells[1].metrics
+        assert m.rps > 0 and m.ok > 0 and m.errors == 0 and m.p99_us > 0
+        assert m.cpu_user_s + m.cpu_sys_s > 0 and m.cpu_percent > 0
+        assert m.rss_peak_bytes > 5_000_000 and m.threads_peak >= 1
+        assert m.client_cpu_percent > 0 and m.client_saturated in (True, False)
+        assert m.bound is None and m.workers == 1
+        assert 0 <= m.overhead_s < 3 and m.warmup_s == 0.2
+        assert c.loadgen.schema_ == "loadgen/1" and c.usage["samples"] > 0
+    assert cells[0].metrics.server_start_s is not None and cells[1].metrics.server_start_s is None
     assert env["store"].run(res.run_id).status == "finished"
-    rows = {r.point: r for r in res.summary}
-    assert rows["c=1"].rps.n == 2 and rows["c=1"].rps.min <= rows["c=1"].rps.median <= rows["c=1"].rps.max
+    from serverbench import aggregate
+    _, results = aggregate.load(env["store"], res.run_id)
+    g = results.group("mini", "c=1", "py-ok")
+    assert g.rps.n == 2 and g.rps.min <= g.rps.median <= g.rps.max
     # warm-up ran before each measured point, as a separate loadgen run
     calls = runfix.log_lines(env["calls"])
     assert len(calls) == 8 and [c["argv"][4] for c in calls[:2]] == ["200ms", "300ms"]
@@ -192,11 +192,11 @@ def test_rate_percent_is_calibrated(env) -> None:
     res = go(env, ["py-ok"], ["half"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    cap = c.metrics["calibration_rps"]
-    assert cap > 0 and c.metrics["target_rate"] == max(1.0, round(cap * 0.5, 1))
+    cap = c.metrics.calibration_rps
+    assert cap > 0 and c.metrics.target_rate == max(1.0, round(cap * 0.5, 1))
     calib, measured = runfix.log_lines(env["calls"])
     assert "--connections" in calib["argv"] and calib["argv"][calib["argv"].index("--connections") + 1] == "64"
-    assert float(measured["argv"][measured["argv"].index("--rate") + 1]) == c.metrics["target_rate"]
+    assert float(measured["argv"][measured["argv"].index("--rate") + 1]) == c.metrics.target_rate
 
 
 def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,22 +204,22 @@ def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -
     res = go(env, ["py-ok"], ["cap"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    steps = c.metrics["steps"]
-    assert [s["rate"] for s in steps] == [100, 200, 400]
-    assert [s["held"] for s in steps] == [True, True, False] and steps[-1]["p99_us"] == 5_000_000
-    assert c.metrics["capacity_target_rate"] == 200 and c.metrics["capacity_rps"] == 200
-    assert c.metrics["cpu_user_s"] + c.metrics["cpu_sys_s"] > 0
-    assert c.metrics["capacity_ceiling"] is False and c.metrics["capacity_client_bound"] is False
+    steps = c.metrics.steps
+    assert [s.rate for s in steps] == [100, 200, 400]
+    assert [s.held for s in steps] == [True, True, False] and steps[-1].p99_us == 5_000_000
+    assert c.metrics.capacity_target_rate == 200 and c.metrics.capacity_rps == 200
+    assert c.metrics.cpu_user_s + c.metrics.cpu_sys_s > 0
+    assert c.metrics.capacity_ceiling is False and c.metrics.capacity_client_bound is False
 
 
 def test_capacity_that_never_breaks_is_flagged_as_a_lower_bound(env, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_LOADGEN_CAPACITY", "100000")
     res = go(env, ["py-ok"], ["cap"])
     [c] = env["store"].cells(res.run_id)
-    assert [s["held"] for s in c.metrics["steps"]] == [True] * 5
-    assert c.metrics["capacity_ceiling"] is True and c.metrics["capacity_target_rate"] == 1600
-    from serverbench import report
-    [wl] = report.collect(env["store"].cells(res.run_id), {}, catalog={})
+    assert [s.held for s in c.metrics.steps] == [True] * 5
+    assert c.metrics.capacity_ceiling is True and c.metrics.capacity_target_rate == 1600
+    from serverbench import aggregate
+    [wl] = aggregate.collect(res.run_id, env["store"].cells(res.run_id), {}, catalog={}).workloads
     [g] = wl.points[0].groups
     assert any(w.kind == "lower-bound" for w in g.warnings)
 
@@ -230,11 +230,11 @@ def test_capacity_bisects_between_the_last_held_and_the_first_failed_rate(
     res = go(env, ["py-ok"], ["capref"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    steps = c.metrics["steps"]
+    steps = c.metrics.steps
     # 100, 200 hold, 400 fails; then sqrt(200*400) = 282.8 holds, sqrt(282.8*400) = 336.3 fails
-    assert [s["rate"] for s in steps] == [100, 200, 400, 282.8, 336.3]
-    assert [s["held"] for s in steps] == [True, True, False, True, False]
-    assert c.metrics["capacity_target_rate"] == 282.8
+    assert [s.rate for s in steps] == [100, 200, 400, 282.8, 336.3]
+    assert [s.held for s in steps] == [True, True, False, True, False]
+    assert c.metrics.capacity_target_rate == 282.8
 
 
 def test_resume_runs_only_cells_not_done(env) -> None:
@@ -247,8 +247,7 @@ def test_resume_runs_only_cells_not_done(env) -> None:
     store.finish_run(res.run_id, "interrupted")
     before = len(runfix.log_lines(env["calls"]))
     again = run_matrix(store, RunOptions(), resume=res.run_id, manifests=[env["servers"]["py-ok"]],
-                       workloads=[env["workloads"]["mini"]], console=Console(file=open("/dev/null", "w")),
-                       progress=False)
+                       workloads=[env["workloads"]["mini"]])
     new_calls = runfix.log_lines(env["calls"])[before:]
     assert len(new_calls) == 2  # warm-up + measured run of the one failed cell
     assert again.run_id == res.run_id and again.status == "finished"
@@ -277,17 +276,17 @@ def test_ctrl_c_marks_the_run_interrupted_and_stops_the_server(env, monkeypatch:
 def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.MonkeyPatch) -> None:
     from serverbench import build
     from serverbench import verify as vf
-    from serverbench.cli_run import verify_servers
+    from serverbench.cli_verify import verify_and_show
+    from serverbench.verify import servers as vservers
     seen = {}
 
     def fake_verify(url, m, *, workers, pid):  # the real checks are tested in test_verify.py
         seen.update(url=url, workers=workers, pid=pid)
         return [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404")]
 
-    monkeypatch.setattr(vf, "verify", fake_verify)
+    monkeypatch.setattr(vservers, "verify", fake_verify)
     m = env["servers"]["py-ok"]
-    passed, failed = verify_servers([m], env["store"], server_cpus=[0], allow_unavailable=False,
-                                    out=Console(file=open("/dev/null", "w")))
+    passed, failed = verify_and_show([m], env["store"], server_cpus=[0], allow_unavailable=False)
     assert (passed, failed) == ([], ["py-ok"])
     assert seen["url"].startswith("http://127.0.0.1:") and seen["workers"] == 1 and seen["pid"] > 0
     v = env["store"].verdict("py-ok")
@@ -312,10 +311,11 @@ def test_cli_results_export_and_errors(env, tmp_path: Path) -> None:
     data = json.loads(out.stdout)
     assert data["run"]["id"] == res.run_id and len(data["cells"]) == 2
     assert data["cells"][0]["loadgen"]["schema"] == "loadgen/1"
+    assert [g["point"] for g in data["groups"]] == ["c=1", "c=2"]
     f = tmp_path / "x.csv"
     out = cli.invoke(app, ["export", "latest", "--format", "csv", "--out", str(f), "--db", db])
     rows = list(csv.DictReader(f.open()))
-    assert out.exit_code == 0 and [r["point"] for r in rows] == ["c=1", "c=2"] and float(rows[0]["rps"]) > 0
+    assert out.exit_code == 0 and [r["point"] for r in rows] == ["c=1", "c=2"] and float(rows[0]["rps_median"]) > 0
     out = cli.invoke(app, ["export", "42", "--db", db])
     assert out.exit_code == 2 and "no run 42" in out.output
     out = cli.invoke(app, ["run", "-w", "nope", "--db", db])

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from serverbench.stats import noisy, outliers, summarize, warnings_for
+from serverbench.stats import noisy, outliers, summarize
 
 
 def test_summarize_known_values() -> None:
@@ -36,9 +36,15 @@ def test_outliers_modified_z() -> None:
     assert outliers([5, 5, 5]) == []
 
 
-def test_warnings_name_the_cell() -> None:
-    w = warnings_for("s · w · p", [100, 101, 99, 100, 60], "rps")
-    assert any("CV" in x and "s · w · p" in x for x in w)
-    assert any("outliers" in x for x in w)
-    assert warnings_for("x", [100, 100.5, 99.5]) == []
+def test_group_warnings_name_noise_and_outliers() -> None:
+    from serverbench.aggregate import Group
+    from serverbench.model import CellRecord
+    g = Group("w", "p", "s", {}, ok=[CellRecord("s", "w", "p", i, "ok", metrics={"rps": v})
+                                      for i, v in enumerate([100, 101, 99, 100, 60], 1)])
+    kinds = {w.kind: w.text for w in g.warnings}
+    assert "CV" in kinds["noisy"] and kinds["noisy"].startswith("s: ")
+    assert "repetition 5 = 60" in kinds["outlier"]
+    calm = Group("w", "p", "s", {}, ok=[CellRecord("s", "w", "p", i, "ok", metrics={"rps": v})
+                                         for i, v in enumerate([100, 100.5, 99.5], 1)])
+    assert calm.warnings == []
     assert not math.isnan(summarize([1, 1, 1]).cv)

@@ -12,10 +12,13 @@ import pytest
 
 from serverbench.store import MIGRATIONS, SCHEMA_VERSION, CellRecord, Store, StoreError
 
+V3_DB = Path(__file__).parent / "fixtures" / "store" / "v3.db"  # written by the schema-3 release
+LOADGEN = {"schema": "loadgen/1", "summary": {"requests": 10, "errors": 0, "rps": 5.0, "latency_us": {"p99": 9.0}}}
+
 
 def cell(point: str, rep: int = 1, status: str = "ok", **metrics) -> CellRecord:
     return CellRecord("srv", "wl", point, rep, status, error=None if status == "ok" else "boom",
-                      started_at="t0", finished_at="t1", loadgen={"schema": "loadgen/1"},
+                      started_at="t0", finished_at="t1", loadgen=LOADGEN,
                       usage={"cpu_user_s": 1.5}, metrics={"rps": 100.0, **metrics})
 
 
@@ -28,8 +31,11 @@ def test_round_trip_runs_cells_and_keys(tmp_path: Path) -> None:
     s.record_cell(rid, cell("c=3", status="skipped"))
     got = s.cells(rid)
     assert [c.point for c in got] == ["c=1", "c=2", "c=3"]
-    assert got[0].metrics == {"rps": 100.0, "p99_us": 123} and got[0].usage == {"cpu_user_s": 1.5}
-    assert got[0].loadgen == {"schema": "loadgen/1"} and got[0].run_id == rid
+    assert got[0].metrics.dump() == {"rps": 100.0, "p99_us": 123, "error_classes": {}, "missed_sends": 0,
+                                     "unanswered": 0, "unanswered_oldest_us": 0, "client_saturated": False}
+    assert got[0].usage == {"cpu_user_s": 1.5}
+    assert got[0].loadgen.summary.rps == 5.0 and got[0].loadgen.summary.latency_us.p99 == 9.0
+    assert got[0].run_id == rid
     assert s.done_keys(rid) == {("srv", "wl", "c=1", 1)}  # failed/skipped are retried on resume
     s.finish_run(rid, "finished")
     r = s.run(rid)
@@ -47,7 +53,7 @@ def test_recording_a_key_again_replaces_the_row(tmp_path: Path) -> None:
     s.record_cell(rid, cell("c=1", status="failed"))
     s.record_cell(rid, cell("c=1", rps=7.0))
     [only] = s.cells(rid)
-    assert only.status == "ok" and only.metrics["rps"] == 7.0
+    assert only.status == "ok" and only.metrics.rps == 7.0
 
 
 def test_verdicts_latest_wins(tmp_path: Path) -> None:
@@ -66,8 +72,8 @@ WRITER = textwrap.dedent("""
     s = Store(sys.argv[1])
     rid = s.new_run({}, {})
     for i in range(1, 26):
-        s.record_cell(rid, CellRecord("srv", "wl", f"p{i}", 1, "ok", metrics={"rps": float(i),
-                      "blob": "x" * 20000}))
+        s.record_cell(rid, CellRecord("srv", "wl", f"p{i}", 1, "ok", metrics={"rps": float(i)},
+                      log_tail="x" * 20000))
         print(i, flush=True)
     # cell 26 in flight: its transaction is open, a row written, not committed
     s.db.execute("BEGIN IMMEDIATE")
@@ -97,7 +103,7 @@ def test_crash_between_cells_loses_at_most_the_cell_in_flight(tmp_path: Path) ->
     cells = s.cells(rid)
     # every committed cell is there, complete; the one in flight is gone without a trace
     assert [c.point for c in cells] == [f"p{i}" for i in range(1, 26)]
-    assert all(c.metrics["rps"] == float(c.point[1:]) and len(c.metrics["blob"]) == 20000 for c in cells)
+    assert all(c.metrics.rps == float(c.point[1:]) and len(c.log_tail) == 20000 for c in cells)
     row = s.run(rid)
     assert row.status == "running"  # never finished: resume can pick it up
     assert row.owner == f"{proc.pid}@{row.owner.split('@')[1]}"
@@ -119,12 +125,29 @@ def test_migrates_an_older_schema(tmp_path: Path) -> None:
                     "VALUES (1,'s','w','p',1,'ok',?)", (json.dumps({"rps": rps}),))
     con.close()
     s = Store(db)
-    assert s.schema_version() == SCHEMA_VERSION == 3
+    assert s.schema_version() == SCHEMA_VERSION == 4
     assert s.run(1).owner is None and s.run(1).shown_status == "finished"
     [c] = s.cells(1)
-    assert c.metrics["rps"] == 2.0
+    assert c.metrics.rps == 2.0
     s.record_cell(1, CellRecord("s", "w", "p", 1, "ok", metrics={"rps": 3.0}))
-    assert [c.metrics["rps"] for c in s.cells(1)] == [3.0]
+    assert [c.metrics.rps for c in s.cells(1)] == [3.0]
+
+
+def test_migrates_the_v3_fixture_database(tmp_path: Path) -> None:
+    db = tmp_path / "v3.db"
+    db.write_bytes(V3_DB.read_bytes())
+    s = Store(db)
+    assert s.schema_version() == 4
+    run = s.run(1)
+    assert run.status == "finished" and run.error is None and run.options["repeat"] == 2
+    cells = s.cells(1)
+    assert [(c.server, c.status) for c in cells] == [("go-tcp", "ok"), ("go-tcp", "ok"), ("java-threads", "failed")]
+    assert [c.metrics.rps for c in cells[:2]] == [100000.0, 90000.0]
+    assert cells[0].metrics.cpu_sys_s == 2.5 and cells[0].loadgen.summary.latency_us.p99 == 6000
+    stored = json.loads(s.db.execute("SELECT metrics_json FROM cells WHERE id=1").fetchone()[0])
+    assert "legacy_figure" not in stored and stored["p99_us"] == 6000  # rewritten through CellMetrics
+    s.finish_run(1, "failed", "RuntimeError: boom")
+    assert (s.run(1).status, s.run(1).error) == ("failed", "RuntimeError: boom")
 
 
 def test_newer_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import IO
 
 import pytest
 
-from serverbench.httpcheck import Conn, ProtocolError
+from serverbench.verify.httpcheck import Conn, ProtocolError
 from serverbench.verify import CHECKS, CheckResult, verify
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"

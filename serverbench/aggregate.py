@@ -1,0 +1,459 @@
+"""One aggregation of a run's cells: (workload, point, server) → a Group of its repetitions.
+
+The rules, used by every output (console summary, HTML, Markdown, CSV, JSON, compare):
+- throughput: median of the repetitions' rps (capacity points: capacity_rps), with min/max/CV;
+- latency percentiles: from the repetitions' HdrHistograms merged exactly (fallback, flagged:
+  the median of the per-repetition figures when a cell has no histogram);
+- CPU, memory, client CPU: median across repetitions; requests, errors, error classes: summed;
+- warnings (noise, client saturation, stalls, errors) are judged here and nowhere else.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable, Literal
+
+from hdrh.histogram import HdrHistogram
+from pydantic import BaseModel
+
+from .model import CellRecord
+from .stats import NOISE_CV, Stats, noisy, outliers, summarize
+
+RAMP_WORKLOADS = {"stressgrid", "locust-users"}
+DEFAULT_P99_LIMIT_US = 10_000.0
+# Percentiles reported in tables/CSV, keyed by the name used in metrics (…_us).
+PCTS = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
+
+
+@dataclass(frozen=True)
+class Warning:
+    """A finding a reader must see beside the figures ("warnings are data")."""
+
+    kind: str  # noisy | outlier | client-bound | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram
+    severity: Literal["info", "warning", "error"]
+    server: str
+    text: str
+
+
+class GroupFigures(BaseModel):
+    """The aggregated figures of one group: one CSV row, one JSON object, one table row."""
+
+    run_id: int
+    workload: str
+    point: str
+    server: str
+    language: str = ""
+    model: str = ""
+    framework: str = ""
+    runtime: str = ""
+    place: int | None = None
+    reps_ok: int = 0
+    reps_failed: int = 0
+    rps_median: float | None = None
+    rps_mean: float | None = None
+    rps_stdev: float | None = None
+    rps_min: float | None = None
+    rps_max: float | None = None
+    rps_cv: float | None = None
+    noisy: bool = False
+    capacity_rps: float | None = None
+    p50_us: float | None = None
+    p90_us: float | None = None
+    p99_us: float | None = None
+    p999_us: float | None = None
+    p9999_us: float | None = None
+    max_us: float | None = None
+    requests: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    errors_connect: int = 0
+    errors_read: int = 0
+    errors_write: int = 0
+    errors_status: int = 0
+    errors_malformed: int = 0
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    cpu_percent: float | None = None
+    rss_peak_mib: float | None = None
+    rss_mean_mib: float | None = None
+    threads_peak: float | None = None
+    client_cpu_percent: float | None = None
+    client_saturated: bool = False
+    connections: float | None = None
+    bound: int | None = None
+    missed_sends: int = 0
+    unanswered: int = 0
+    warnings: list[str] = []
+
+
+def point_key(label: str) -> tuple:
+    """Natural order for point labels: c=4 before c=16 before c=1024."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
+
+
+def merge_histograms(encoded: Iterable[str]) -> HdrHistogram | None:
+    """Decode base64 V2 histograms and add them exactly; None when there are none."""
+    merged: HdrHistogram | None = None
+    for enc in encoded:
+        h = HdrHistogram.decode(enc)
+        if merged is None:
+            merged = h
+        else:
+            merged.add(h)
+    return merged
+
+
+def hist_percentiles(h: HdrHistogram, percentiles: list[float]) -> dict[float, float]:
+    # One pass over the counts (get_value_at_percentile would rescan per call).
+    return {p: float(v) for p, v in h.get_percentile_to_value_dict(percentiles).items()}
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+@dataclass
+class Group:
+    """All repetitions of one (workload, point, server)."""
+
+    workload: str
+    point: str
+    server: str
+    info: dict[str, Any]  # fingerprint["servers"][server]: language, model, framework, ...
+    run_id: int = 0
+    ok: list[CellRecord] = field(default_factory=list)
+    bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
+    place: int | None = None
+
+    # -- plain figures ----------------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self.info.get("model") or "unknown"
+
+    @property
+    def language(self) -> str:
+        return self.info.get("language") or ""
+
+    def values(self, key: str) -> list[float]:
+        """The repetitions' values of one CellMetrics field (non-numbers skipped)."""
+        return [float(v) for c in self.ok if _num(v := getattr(c.metrics, key))]
+
+    def stat(self, key: str) -> Stats | None:
+        vs = self.values(key)
+        return summarize(vs) if vs else None
+
+    def median(self, key: str) -> float | None:
+        vs = self.values(key)
+        return statistics.median(vs) if vs else None
+
+    def total(self, key: str) -> int:
+        return int(sum(self.values(key)))
+
+    @property
+    def is_capacity(self) -> bool:
+        return any(c.metrics.capacity_rps is not None for c in self.ok)
+
+    @cached_property
+    def rps(self) -> Stats | None:
+        return self.stat("rps")
+
+    @cached_property
+    def throughput(self) -> Stats | None:
+        """What the server is ranked by: capacity_rps for capacity points, else rps."""
+        return self.stat("capacity_rps") if self.is_capacity else self.rps
+
+    @property
+    def client_saturated(self) -> bool:
+        return any(c.metrics.client_saturated for c in self.ok)
+
+    @property
+    def connections(self) -> float | None:
+        return self.median("connections") or self.median("users")
+
+    @property
+    def bound(self) -> int | None:
+        b = self.median("bound")
+        return int(b) if b else None
+
+    @property
+    def errors(self) -> int:
+        return self.total("errors")
+
+    @property
+    def timeouts(self) -> int:
+        return self.total("timeouts")
+
+    @cached_property
+    def error_classes(self) -> dict[str, int]:
+        out = dict.fromkeys(ERROR_CLASSES, 0)
+        for c in self.ok:
+            for k, v in c.metrics.error_classes.items():
+                out[k] = out.get(k, 0) + int(v)
+        return out
+
+    @property
+    def cpu_s(self) -> float | None:
+        u, s = self.median("cpu_user_s"), self.median("cpu_sys_s")
+        return None if u is None and s is None else (u or 0) + (s or 0)
+
+    @property
+    def rss_peak_mib(self) -> float | None:
+        r = self.median("rss_peak_bytes")
+        return r / 2**20 if r is not None else None
+
+    # -- latency ----------------------------------------------------------------------------
+    @cached_property
+    def histogram(self) -> HdrHistogram | None:
+        encoded = [c.loadgen.histograms.latency if c.loadgen else None for c in self.ok]
+        if not encoded or not all(encoded):
+            return None  # mixing histogram and no-histogram reps would not be exact
+        try:
+            return merge_histograms(e for e in encoded if e)
+        except Exception:  # corrupt payload: fall back to the per-repetition figures (flagged)
+            return None
+
+    @cached_property
+    def latency(self) -> dict[str, float | None]:
+        """p50…p99.99 and max in µs: exact from the merged histogram when available."""
+        h = self.histogram
+        if h is not None and h.get_total_count() > 0:
+            at = hist_percentiles(h, list(PCTS.values()))
+            out: dict[str, float | None] = {k: at[p] for k, p in PCTS.items()}
+            out["max"] = float(h.get_max_value())
+            return out
+        out = {k: self.median(f"{k}_us") for k in PCTS}
+        out["max"] = max(self.values("max_us"), default=None)
+        return out
+
+    def curve(self, points: int = 64) -> tuple[list[float], list[float]]:
+        """Percentile curve: x = 1/(1-p) from 2 (p50) to 10^4 (p99.99), y = latency µs.
+
+        Stops where the sample count no longer resolves the percentile (x > count)."""
+        h = self.histogram
+        if h is None or h.get_total_count() == 0:
+            pairs = [(1 / (1 - p / 100), self.latency[k]) for k, p in PCTS.items()]
+            pairs = [(x, y) for x, y in pairs if y is not None]
+            return [x for x, _ in pairs], [y for _, y in pairs]
+        top = min(10_000.0, float(h.get_total_count()))
+        xs = sorted({2 * (top / 2) ** (i / (points - 1)) for i in range(points)} | {2.0, 10.0, 100.0, 1000.0, 10000.0})
+        xs = [x for x in xs if x <= top]
+        pcts = [100 * (1 - 1 / x) for x in xs]
+        at = hist_percentiles(h, pcts)
+        return xs, [at[p] for p in pcts]
+
+    def representative(self) -> CellRecord | None:
+        """The repetition whose throughput is closest to the median (timelines, capacity steps)."""
+        if not self.ok:
+            return None
+        key = "capacity_rps" if self.is_capacity else "rps"
+        med = self.median(key) or 0.0
+        return min(self.ok, key=lambda c: abs(float(getattr(c.metrics, key) or 0) - med))
+
+    # -- warnings -----------------------------------------------------------------------------
+    @cached_property
+    def warnings(self) -> list[Warning]:
+        w: list[Warning] = []
+        s = self.server
+
+        def add(kind: str, severity: Literal["info", "warning", "error"], text: str) -> None:
+            w.append(Warning(kind, severity, s, f"{s}: {text}"))
+
+        t = self.throughput
+        if t is not None and noisy(t):
+            add("noisy", "warning", f"noisy — requests/s varies by CV {t.cv:.1%} across {t.n} repetitions "
+                                    f"(> {NOISE_CV:.0%}); treat its place as uncertain")
+        key = "capacity_rps" if self.is_capacity else "rps"
+        idx = outliers(self.values(key))
+        if idx:
+            shown = ", ".join(f"repetition {i + 1} = {self.values(key)[i]:,.0f}" for i in idx)
+            add("outlier", "warning", f"statistical outlier among the repetitions ({shown} req/s); another "
+                                      "process may have interfered, consider re-running")
+        if self.client_saturated:
+            cpu = self.median("client_cpu_percent")
+            add("client-bound", "warning", "client-bound — the load generator was saturated"
+                + (f" ({cpu:.0f} % CPU)" if cpu is not None else "") + "; the server may be faster than shown")
+        if self.is_capacity and any(c.metrics.capacity_ceiling for c in self.ok):
+            add("lower-bound", "info", "capacity is a lower bound — every step of the schedule held; "
+                                       "raise the workload's max_steps to find the limit")
+        elif (self.is_capacity and not self.client_saturated
+              and any(c.metrics.capacity_client_bound for c in self.ok)):
+            add("client-bound", "warning", "capacity is a lower bound — the load generator was "
+                                           "saturated at the step that failed")
+        bound, conns = self.bound, self.connections
+        if bound and conns and bound < conns:
+            add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")
+        if self.errors or self.timeouts:
+            req = self.total("requests")
+            share = f" in {req:,} requests ({self.errors / req:.2%})" if req else ""
+            add("errors", "error", f"{self.errors:,} errors ({self.timeouts:,} timeouts){share}")
+        unanswered = self.total("unanswered")
+        if unanswered:
+            oldest = max(c.metrics.unanswered_oldest_us for c in self.ok) / 1e6
+            add("unanswered", "error", f"{unanswered:,} requests still unanswered when the run ended, "
+                                       f"the oldest after {oldest:.1f} s (stalled connections)")
+        missed = self.total("missed_sends")
+        if missed:
+            add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
+        if self.bad:
+            first = self.bad[0]
+            add("failed", "error", f"{len(self.bad)} of {len(self.ok) + len(self.bad)} repetitions "
+                                   f"{first.status} — {first.error or 'no error message'}")
+        if self.ok and self.histogram is None and any(c.loadgen and c.loadgen.histograms.latency for c in self.ok):
+            add("histogram", "warning", "latency histograms missing or unreadable; "
+                                        "percentiles are medians of the repetitions")
+        return w
+
+    # -- the flat figures ---------------------------------------------------------------------
+    @cached_property
+    def figures(self) -> GroupFigures:
+        r, t = self.rps, self.throughput
+        rss_mean = self.median("rss_mean_bytes")
+        ec = self.error_classes
+        return GroupFigures(
+            run_id=self.run_id, workload=self.workload, point=self.point, server=self.server,
+            language=self.language, model=self.model, framework=self.info.get("framework") or "",
+            runtime=self.info.get("runtime") or "", place=self.place,
+            reps_ok=len(self.ok), reps_failed=len(self.bad),
+            rps_median=r and r.median, rps_mean=r and r.mean, rps_stdev=r and r.stdev,
+            rps_min=r and r.min, rps_max=r and r.max, rps_cv=r and r.cv,
+            noisy=bool(t and noisy(t)), capacity_rps=t.median if self.is_capacity and t else None,
+            **{f"{k}_us": self.latency[k] for k in PCTS}, max_us=self.latency["max"],
+            requests=self.total("requests"), errors=self.errors, timeouts=self.timeouts,
+            errors_connect=ec["connect"], errors_read=ec["read"], errors_write=ec["write"],
+            errors_status=ec["status"], errors_malformed=ec["malformed"],
+            cpu_user_s=self.median("cpu_user_s"), cpu_sys_s=self.median("cpu_sys_s"),
+            cpu_percent=self.median("cpu_percent"), rss_peak_mib=self.rss_peak_mib,
+            rss_mean_mib=rss_mean / 2**20 if rss_mean is not None else None,
+            threads_peak=self.median("threads_peak"), client_cpu_percent=self.median("client_cpu_percent"),
+            client_saturated=self.client_saturated, connections=self.connections, bound=self.bound,
+            missed_sends=self.total("missed_sends"), unanswered=self.total("unanswered"),
+            warnings=[x.text for x in self.warnings])
+
+
+@dataclass
+class PointData:
+    label: str
+    groups: list[Group]  # ranked: best first, servers without results last
+
+    @property
+    def measured(self) -> list[Group]:
+        return [g for g in self.groups if g.throughput is not None]
+
+
+@dataclass
+class WorkloadData:
+    name: str
+    description: str
+    points: list[PointData]
+    p99_limit_us: float = DEFAULT_P99_LIMIT_US
+
+    @property
+    def groups(self) -> list[Group]:
+        return [g for p in self.points for g in p.groups]
+
+    @property
+    def is_capacity(self) -> bool:
+        return any(g.is_capacity for g in self.groups)
+
+    @property
+    def is_ramp(self) -> bool:
+        if self.name in RAMP_WORKLOADS:
+            return True
+        for g in self.groups:
+            for c in g.ok:
+                if c.loadgen is None:
+                    continue
+                cfg = c.loadgen.config
+                if (cfg.get("mode") == "sessions" or cfg.get("stages")) and len(c.loadgen.timeline) > 2:
+                    return True
+        return False
+
+    @property
+    def is_sweep(self) -> bool:
+        return len(self.points) > 1
+
+    @property
+    def warnings(self) -> list[Warning]:
+        return [w for g in self.groups for w in g.warnings]
+
+
+@dataclass
+class RunResults:
+    """A run's groups, workload by workload, in the order the run measured them."""
+
+    run_id: int
+    workloads: list[WorkloadData]
+
+    @property
+    def groups(self) -> list[Group]:
+        return [g for wl in self.workloads for g in wl.groups]
+
+    def group(self, workload: str, point: str, server: str) -> Group | None:
+        return next((g for g in self.groups if (g.workload, g.point, g.server) == (workload, point, server)), None)
+
+
+def _p99_limit_us(name: str, groups: list[Group], catalog: dict[str, Any]) -> float:
+    for g in groups:
+        for c in g.ok:
+            if c.metrics.p99_limit_us:
+                return float(c.metrics.p99_limit_us)
+    wl = catalog.get(name)
+    if wl is not None:
+        from .workloads import parse_duration
+        for size in (wl.quick, wl.full):
+            for p in (size.points if size else []):
+                if p.mode == "capacity" and p.p99_limit:
+                    return parse_duration(p.p99_limit) * 1e6
+    return DEFAULT_P99_LIMIT_US
+
+
+def _rank_key(g: Group) -> tuple:
+    t = g.throughput
+    return (t is None, -(t.median if t else 0.0), g.server)
+
+
+def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
+            catalog: dict[str, Any] | None = None) -> RunResults:
+    """Group cells into workloads → points → servers and rank each point."""
+    servers_info = (fingerprint or {}).get("servers") or {}
+    if catalog is None:
+        from .workloads import load_workloads
+        catalog = load_workloads(errors=[])
+    by_key: dict[tuple[str, str, str], Group] = {}
+    order: list[str] = []
+    for c in cells:
+        if c.workload not in order:
+            order.append(c.workload)
+        key = (c.workload, c.point, c.server)
+        g = by_key.get(key)
+        if g is None:
+            g = by_key[key] = Group(c.workload, c.point, c.server, servers_info.get(c.server) or {}, run_id)
+        (g.ok if c.status == "ok" else g.bad).append(c)
+    out: list[WorkloadData] = []
+    for name in order:
+        groups = [g for (w, _, _), g in by_key.items() if w == name]
+        labels = sorted({g.point for g in groups}, key=point_key)
+        points = []
+        for lbl in labels:
+            ranked = sorted((g for g in groups if g.point == lbl), key=_rank_key)
+            for i, g in enumerate(x for x in ranked if x.throughput is not None):
+                g.place = i + 1
+            points.append(PointData(lbl, ranked))
+        wl = catalog.get(name)
+        out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
+                                _p99_limit_us(name, groups, catalog)))
+    return RunResults(run_id, out)
+
+
+def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
+    """(run row, its aggregated results) from the store."""
+    from .fingerprint import normalize
+    run = store.run(run_id)
+    return run, collect(run_id, store.cells(run_id), normalize(run.fingerprint))
+
+
+__all__ = ["Group", "GroupFigures", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
+           "merge_histograms", "hist_percentiles", "point_key", "PCTS"]

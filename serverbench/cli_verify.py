@@ -1,0 +1,61 @@
+"""CLI command `verify`: the conformance suite per server, rendered check by check."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .cli_common import cpus_option, open_store, selected
+from .console import console, err_console
+from .verify import ServerVerdict, verify_servers
+
+
+def show_verdict(v: ServerVerdict, out: Console = console) -> None:
+    if v.problem is not None:
+        if v.skipped:
+            out.print(f"[dim]skip {v.server}: {v.problem}[/]")
+        else:
+            err_console.print(f"[red]✗[/] {v.server}: {v.problem}")
+        return
+    t = Table(title=f"{v.server}: {'[green]PASS[/]' if v.passed else '[red]FAIL[/]'}", title_justify="left")
+    t.add_column("check")
+    t.add_column("result")
+    t.add_column("detail", overflow="fold")
+    for r in v.checks:
+        res = "[dim]skip[/]" if r.skipped else "[green]pass[/]" if r.passed else "[red]FAIL[/]"
+        t.add_row(r.name, res, r.detail)
+    out.print(t)
+
+
+def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
+                    allow_unavailable: bool) -> tuple[list[str], list[str]]:
+    """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither."""
+    passed: list[str] = []
+    failed: list[str] = []
+    for v in verify_servers(manifests, store, server_cpus=server_cpus, allow_unavailable=allow_unavailable):
+        show_verdict(v)
+        if not v.skipped:
+            (passed if v.passed else failed).append(v.server)
+    return passed, failed
+
+
+def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids; default: all."),
+               allow_unavailable: bool = typer.Option(
+                   False, "--allow-unavailable", help="Skip servers whose toolchain is missing."),
+               server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="e.g. 0 or 0-1"),
+               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
+    """Check each server against SPEC.md and store the verdict (run refuses unverified servers)."""
+    store = open_store(db)
+    passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
+                                     allow_unavailable=allow_unavailable)
+    console.print(f"verified: {len(passed)} passed, {len(failed)} failed"
+                  + (f" ({', '.join(failed)})" if failed else ""))
+    if failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("verify")(verify_cmd)

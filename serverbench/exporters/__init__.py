@@ -1,0 +1,43 @@
+"""Exporters of a run's aggregated results, behind one interface: `render(run, results) -> bytes`.
+
+`EXPORTERS` maps a format name to its module's render function and the file suffix it writes.
+Each reads only aggregate.RunResults (never the raw metrics), so all formats agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..aggregate import RunResults
+from . import to_csv, to_json, to_markdown
+
+
+@dataclass(frozen=True)
+class Exporter:
+    name: str
+    suffix: str
+    render: Callable[[Any, RunResults], bytes]
+
+
+def _html(run: Any, results: RunResults) -> bytes:
+    from . import to_html  # plotly is a heavy import; only the HTML page needs it
+    return to_html.render(run, results)
+
+
+EXPORTERS: dict[str, Exporter] = {e.name: e for e in (
+    Exporter("html", "html", _html),
+    Exporter("markdown", "md", to_markdown.render),
+    Exporter("csv", "csv", to_csv.render),
+    Exporter("json", "json", to_json.render),
+)}
+DEFAULT_REPORT_FORMATS = ("html", "markdown", "csv")
+
+
+def get(name: str) -> Exporter:
+    """The exporter called `name`; ValueError naming the known ones."""
+    if name not in EXPORTERS:
+        raise ValueError(f"unknown format {name!r}; use one of: {', '.join(EXPORTERS)}")
+    return EXPORTERS[name]
+
+
+__all__ = ["Exporter", "EXPORTERS", "DEFAULT_REPORT_FORMATS", "get"]

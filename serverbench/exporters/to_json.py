@@ -1,0 +1,28 @@
+"""JSON exporter: the run, its aggregated groups (GroupFigures) and every stored cell."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ..aggregate import RunResults
+
+
+def _cell(c: Any) -> dict[str, Any]:
+    d = {k: v for k, v in asdict(c).items() if k not in ("loadgen", "metrics")}
+    d["metrics"] = c.metrics.dump()
+    d["loadgen"] = c.loadgen.dump() if c.loadgen is not None else None
+    return d
+
+
+def render(run: Any, results: RunResults) -> bytes:
+    doc = {
+        "run": asdict(run),
+        "groups": [g.figures.model_dump(mode="json") for g in results.groups],
+        "warnings": [asdict(w) for g in results.groups for w in g.warnings],
+        "cells": [_cell(c) for g in results.groups for c in g.ok + g.bad],
+    }
+    return (json.dumps(doc, indent=1, default=str) + "\n").encode("utf-8")
+
+
+__all__ = ["render"]

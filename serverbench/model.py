@@ -1,0 +1,250 @@
+"""The results model: what a run was asked for, what one cell measured, and the loadgen's JSON.
+
+Every stored figure is a field of `CellMetrics`, documented here once with its unit in its
+name. The store reads and writes cells through these types; the aggregation (aggregate.py)
+reads them; nothing else parses `metrics_json` or a loadgen file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+LOADGEN_SCHEMA = "loadgen/1"
+REBUILD = "rebuild loadgen (`make loadgen`)"
+
+
+class LoadgenFormatError(Exception):
+    """A loadgen result that does not match `loadgen/1` (one line naming the source and field)."""
+
+
+# -- the loadgen's JSON (schema loadgen/1, docs/DESIGN.md) --------------------------------------
+class Percentiles(BaseModel):
+    """Latency summary in µs (loadgen `summary.latency_us` and friends)."""
+
+    model_config = ConfigDict(extra="allow")
+    min: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    p50: float | None = None
+    p75: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+    p99_99: float | None = None
+    max: float | None = None
+
+
+class LoadgenSummary(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    requests: int
+    responses: int = 0
+    ok: int = 0
+    errors: int
+    rps: float
+    bytes_read: int = 0
+    connections_opened: int = 0
+    missed_sends: int = 0
+    unanswered: int = 0
+    unanswered_oldest_us: float = 0
+    # Requests that were due (sent + never sent); absent from older loadgen builds.
+    due: int | None = None
+    never_sent: int | None = None
+    dropped: int | None = None
+    latency_us: Percentiles
+    answered_latency_us: Percentiles | None = None
+    service_us: Percentiles | None = None
+
+
+class LoadgenHistograms(BaseModel):
+    """HdrHistogram V2, base64: `latency` is what the percentiles are computed from."""
+
+    model_config = ConfigDict(extra="allow")
+    latency: str | None = None
+    service: str | None = None
+    answered: str | None = None
+
+
+class LoadgenReport(BaseModel):
+    """One loadgen run's `--json` output."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    schema_: Literal["loadgen/1"] = Field(alias="schema")
+    loadgen_version: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    started_at: str | None = None
+    duration_s: float | None = None
+    interrupted: bool = False
+    summary: LoadgenSummary
+    error_classes: dict[str, int] = Field(default_factory=dict)
+    status_codes: dict[str, int] = Field(default_factory=dict)
+    histograms: LoadgenHistograms = Field(default_factory=LoadgenHistograms)
+    timeline: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def parse(cls, data: Any, source: str) -> "LoadgenReport":
+        """Validate `data`; LoadgenFormatError names `source` and the first bad field."""
+        if not isinstance(data, dict) or data.get("schema") != LOADGEN_SCHEMA:
+            got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            raise LoadgenFormatError(f"{source}: schema is {got!r}, expected {LOADGEN_SCHEMA!r}; {REBUILD}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise LoadgenFormatError(f"{source}: field {where}: {first['msg']}; {REBUILD}") from None
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+# -- one cell's figures ------------------------------------------------------------------------
+class CapacityStep(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    rate: float
+    achieved: float
+    p99_us: float | None = None
+    errors: int = 0
+    missed_sends: int = 0
+    held: bool
+    client_cpu_percent: float | None = None
+    client_saturated: bool = False
+
+
+class CellMetrics(BaseModel):
+    """Every figure stored with a cell (None = not applicable to this cell)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # loadgen: throughput and counts
+    rps: float | None = Field(None, description="responses per second of measured time")
+    requests: int | None = Field(None, description="responses received + errors")
+    ok: int | None = Field(None, description="responses with status 2xx/3xx")
+    errors: int | None = Field(None, description="sum of the error classes")
+    timeouts: int | None = Field(None, description="error_classes.timeout")
+    error_classes: dict[str, int] = Field(default_factory=dict,
+                                          description="connect, read, write, timeout, status, malformed")
+    # loadgen: latency (open load: corrected for coordinated omission)
+    p50_us: float | None = None
+    p75_us: float | None = None
+    p90_us: float | None = None
+    p99_us: float | None = None
+    p999_us: float | None = None
+    p9999_us: float | None = None
+    max_us: float | None = None
+    mean_us: float | None = None
+    duration_s: float | None = Field(None, description="measured seconds (loadgen)")
+    missed_sends: int = Field(0, description="open load: sends not made on schedule (pool exhausted)")
+    unanswered: int = Field(0, description="requests waiting >= 1 s for a response when the run ended")
+    unanswered_oldest_us: float = Field(0, description="age of the oldest of those")
+    target_rate: float | None = Field(None, description="open load: requested rate, req/s")
+    connections: int | None = Field(None, description="closed load connections")
+    users: int | None = Field(None, description="sessions: virtual users")
+    client_cpu_percent: float | None = Field(None, description="loadgen CPU, 100 = one core")
+    client_saturated: bool = Field(False, description="loadgen used >= 90 % of the cores it could")
+    # the server's process tree (sampler)
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    cpu_percent: float | None = Field(None, description="mean, 100 = one core")
+    cpu_percent_peak: float | None = None
+    rss_peak_bytes: int | None = None
+    rss_mean_bytes: int | None = None
+    threads_peak: int | None = None
+    processes_peak: int | None = None
+    ctx_voluntary: int | None = None
+    ctx_involuntary: int | None = None
+    # how the cell was run
+    workers: int | None = Field(None, description="$WORKERS the server ran with")
+    bound: int | None = Field(None, description="max_connections for those workers (None = unbounded)")
+    calibration_rps: float | None = Field(None, description='rate="N%" points: closed-loop rps measured first')
+    warmup_s: float | None = None
+    planned_s: float | None = None
+    overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
+    server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
+    ready_timeout_s: float | None = None
+    # capacity points
+    capacity_rps: float | None = Field(None, description="achieved rps of the highest step that held")
+    capacity_target_rate: float | None = None
+    p99_limit_us: float | None = None
+    capacity_ceiling: bool | None = Field(None, description="every step held: capacity is a lower bound")
+    capacity_client_bound: bool | None = Field(None, description="the failing step saturated the client")
+    steps: list[CapacityStep] | None = None
+
+    @classmethod
+    def load(cls, data: dict[str, Any] | None) -> "CellMetrics":
+        """From stored JSON; keys this version does not know are dropped (older/newer rows)."""
+        data = dict(data or {})
+        known = {k: v for k, v in data.items() if k in cls.model_fields}
+        return cls.model_validate(known)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# -- what a run was asked for --------------------------------------------------------------------
+DEFAULT_REPEAT = 3
+
+
+class RunOptions(BaseModel):
+    """`serverbench run`'s options; stored with the run so --resume repeats them."""
+
+    model_config = ConfigDict(extra="ignore")
+    servers: list[str] | None = None
+    workloads: list[str] = Field(default_factory=lambda: ["quick"])
+    repeat: int = DEFAULT_REPEAT
+    duration: str | None = None
+    full: bool = False
+    server_cpus: list[int] | None = None
+    client_cpus: list[int] | None = None
+    allow_unverified: bool = False
+    workers: int | None = None
+    ready_timeout: float = 30.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunOptions":
+        return cls.model_validate(d or {})
+
+
+CellStatus = Literal["ok", "failed", "skipped"]
+CellKey = tuple[str, str, str, int]
+
+
+@dataclass
+class CellRecord:
+    """One (server, workload, point, repetition) as stored; dicts are accepted and validated."""
+
+    server: str
+    workload: str
+    point: str
+    repetition: int
+    status: str  # CellStatus
+    error: str | None = None
+    log_tail: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    loadgen: LoadgenReport | None = None
+    usage: dict | None = None
+    metrics: CellMetrics = field(default_factory=CellMetrics)
+    id: int | None = None
+    run_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metrics, CellMetrics):
+            self.metrics = CellMetrics.model_validate(self.metrics or {})
+        if self.loadgen is not None and not isinstance(self.loadgen, LoadgenReport):
+            self.loadgen = LoadgenReport.parse(self.loadgen, f"cell {self.key}")
+
+    @property
+    def key(self) -> CellKey:
+        return (self.server, self.workload, self.point, self.repetition)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+__all__ = ["LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
+           "CellMetrics", "CapacityStep", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT"]

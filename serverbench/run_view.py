@@ -1,0 +1,99 @@
+"""Console rendering of a run: progress from the runner's events, then the summary table.
+
+The summary reads aggregate.Group, so its p99 and requests/s are the report's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .aggregate import RunResults
+from .events import CellFinished, CellStarted, Event, RunEnded, RunStarted
+from .formatting import fmt_us
+
+
+class RunView:
+    """A listener for run_matrix: a progress bar with ETA and one line per finished cell."""
+
+    def __init__(self, console: Console, progress: bool = True) -> None:
+        self.console = console
+        self.show_bar = progress
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, ev: Event) -> None:
+        if isinstance(ev, RunStarted):
+            verb = "resuming" if ev.resumed else "starting"
+            self.console.print(f"{verb} run {ev.run_id}: {ev.servers} server(s) × {ev.workloads} workload(s) × "
+                               f"{ev.repeat} repetition(s), ~{ev.planned_s / 60:.1f} min of load planned "
+                               f"(server CPUs {ev.server_cpus}, client CPUs {ev.client_cpus})")
+            if self.show_bar:
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                    TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TextColumn("ETA"),
+                                    TimeRemainingColumn(), console=self.console, transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task("starting", total=max(ev.planned_s, 1e-9))
+        elif isinstance(ev, CellStarted):
+            if self.bar is not None:
+                self.bar.update(self.task, description=ev.what)
+        elif isinstance(ev, CellFinished):
+            self._say(cell_line(ev.cell))
+            if self.bar is not None:
+                self.bar.update(self.task, advance=ev.advance_s)
+        elif isinstance(ev, RunEnded):
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
+
+    def _say(self, text: str) -> None:
+        (self.bar.console if self.bar is not None else self.console).print(text)
+
+
+def cell_line(cell: Any) -> str:
+    """One line per stored cell (a single repetition's own figures)."""
+    tag = f"{cell.server} · {cell.workload} · {cell.point} · r{cell.repetition}"
+    if cell.status == "ok":
+        m = cell.metrics
+        lat = f"p99 {m.p99_us / 1000:.2f} ms" if m.p99_us is not None else ""
+        rate = (f"capacity {m.capacity_rps:,.0f} rps" if m.capacity_rps is not None else f"{(m.rps or 0):,.0f} rps")
+        warn = "  [yellow]client saturated[/]" if m.client_saturated else ""
+        errs = f"  [yellow]{m.errors} errors[/]" if m.errors else ""
+        return f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}"
+    if cell.status == "failed":
+        return f"[red]✗[/] {tag}: {cell.error}"
+    return f"[dim]- {tag}: skipped ({cell.error})[/]"
+
+
+def summary_table(results: RunResults) -> Table:
+    """Results across repetitions per group: the same figures as the report."""
+    t = Table(title="results across repetitions", header_style="bold")
+    for col in ("place", "server", "workload", "point", "n", "req/s median", "± CV", "p99", "notes"):
+        right = col in ("place", "n", "req/s median", "± CV", "p99")
+        t.add_column(col, justify="right" if right else "left", no_wrap=col != "notes")
+    for g in results.groups:
+        f = g.figures
+        notes = []
+        if f.reps_failed:
+            notes.append(f"[red]{f.reps_failed} failed/skipped[/]")
+        notes += sorted({w.kind for w in g.warnings} - {"failed"})
+        tput = g.throughput
+        if tput is None:
+            t.add_row("–", g.server, g.workload, g.point, "0", "–", "–", "–", " ".join(notes))
+            continue
+        cv = f"{tput.cv:.1%}" if tput.n > 1 else "–"
+        t.add_row(str(g.place), g.server, g.workload, g.point, str(tput.n), f"{tput.median:,.0f}", cv,
+                  fmt_us(f.p99_us), " ".join(notes))
+    return t
+
+
+def print_summary(console: Console, results: RunResults, status: str, counts: tuple[int, int, int]) -> None:
+    if results.groups:
+        console.print(summary_table(results))
+    for g in results.groups:
+        for w in g.warnings:
+            console.print(f"[yellow]warning:[/] {w.text}", highlight=False)
+    ok, failed, skipped = counts
+    console.print(f"run {results.run_id} {status}: {ok} ok, {failed} failed, {skipped} skipped")

@@ -1,0 +1,14 @@
+"""The conformance suite of SPEC.md (every contestant is judged by this same code).
+
+base.py      result type, context, session, expectation helpers
+endpoints.py checks of /, /json, /file, /delay, /tenth, /echo
+protocol.py  checks of errors, keep-alive, close, HTTP/1.0, pipelining, splits, idle connections
+suite.py     the ordered check list and verify()
+servers.py   verifying contestants: start, check, store the verdict
+httpcheck.py the raw HTTP/1.1 client the checks use
+"""
+from .base import CheckResult
+from .servers import ServerVerdict, verify_servers
+from .suite import CHECKS, verify
+
+__all__ = ["CHECKS", "CheckResult", "ServerVerdict", "verify", "verify_servers"]

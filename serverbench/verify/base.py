@@ -1,0 +1,145 @@
+"""What every conformance check shares: the result type, the context, a reconnecting session,
+and the expectation helpers that turn a wrong response into a one-line failure.
+
+Checks talk raw HTTP/1.1 over loopback sockets (httpcheck.py) so that servers which mishandle
+keep-alive, pipelining, framing or split segments fail here instead of silently losing a
+benchmark through errors.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .httpcheck import Conn, HTTPCheckError, PeerClosed, Response, build_request
+
+HELLO = b"Hello, World!"
+
+
+@dataclass
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str = ""
+    skipped: bool = False
+    seconds: float = 0.0
+
+
+class CheckFailed(Exception):
+    """Raised inside a check with the one-line reason."""
+
+
+class CheckSkipped(Exception):
+    """Raised inside a check that cannot run here (e.g. no pid for CPU sampling)."""
+
+
+@dataclass
+class Ctx:
+    host: str
+    port: int
+    timeout: float
+    counter: str
+    bound: int | None
+    pid: int | None
+    hello_file: Path
+
+    def conn(self, timeout: float | None = None) -> Conn:
+        try:
+            return Conn(self.host, self.port, self.timeout if timeout is None else timeout)
+        except HTTPCheckError as e:
+            raise CheckFailed(str(e)) from e
+
+    def req(self, method: str, target: str, headers: Iterable[tuple[str, str]] = (), body: bytes | None = None,
+            version: str = "HTTP/1.1") -> bytes:
+        return build_request(method, target, f"{self.host}:{self.port}", headers, body, version)
+
+
+class Session:
+    """Keep-alive client that transparently reconnects when the server closed between
+    requests — for checks that test something other than keep-alive itself."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.conn: Conn | None = None
+        self.connects = 0
+
+    def request(self, raw: bytes, method: str = "GET", timeout: float | None = None) -> Response:
+        for attempt in (0, 1):
+            fresh = self.conn is None
+            if self.conn is None:
+                self.conn = self.ctx.conn()
+                self.connects += 1
+            try:
+                self.conn.send(raw)
+                resp = self.conn.read_response(method, timeout)
+            except PeerClosed:
+                self.close()
+                if fresh or attempt:
+                    raise
+                continue  # a reused connection had been closed: retry once on a new one
+            if resp.server_will_close or self.conn.eof:
+                self.close()
+            return resp
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+# -- expectation helpers ---------------------------------------------------------------------
+
+def expect(resp: Response, what: str, status: int | Iterable[int] = 200, media: str | None = None,
+            body: bytes | None = None) -> None:
+    statuses = {status} if isinstance(status, int) else set(status)
+    if resp.status not in statuses:
+        want = " or ".join(str(s) for s in sorted(statuses))
+        raise CheckFailed(f"{what}: expected status {want}, got {resp.brief()}")
+    if media is not None and resp.media_type != media:
+        raise CheckFailed(f"{what}: expected Content-Type {media}, got {resp.header('content-type') or '(none)'}")
+    if body is not None and resp.body != body:
+        raise CheckFailed(f"{what}: expected body {show(body)}, got {show(resp.body)}")
+
+
+def show(b: bytes) -> str:
+    return f"{b[:40]!r}{'…' if len(b) > 40 else ''} ({len(b)} B)"
+
+
+def roundtrip(ctx: Ctx, what: str, raw: bytes, method: str = "GET", follow_up: bool = True,
+               timeout: float | None = None) -> Response:
+    """One request on a fresh connection. With follow_up, the same request is repeated on
+    that connection: bytes left over from a wrong Content-Length would garble the answer.
+    (Repeating it, not GET /, keeps one endpoint's bug out of other endpoints' checks.)"""
+    conn = ctx.conn()
+    try:
+        try:
+            conn.send(raw)
+            resp = conn.read_response(method, timeout)
+        except HTTPCheckError as e:
+            raise CheckFailed(f"{what}: {e}") from e
+        if follow_up and not resp.server_will_close and not conn.eof:
+            if conn.buf:
+                raise CheckFailed(f"{what}: {len(conn.buf)} unexpected bytes after the body "
+                                  f"({bytes(conn.buf[:30])!r}); Content-Length wrong?")
+            try:
+                conn.send(raw)
+                nxt = conn.read_response(method, timeout)
+            except PeerClosed:
+                return resp  # closed silently: the keepalive check reports that, not this one
+            except HTTPCheckError as e:
+                raise CheckFailed(f"{what}: the repeated request on the same connection got a garbled "
+                                  f"response ({e}); Content-Length of the first one wrong?") from e
+            if nxt.status != resp.status or nxt.body != resp.body:
+                raise CheckFailed(f"{what}: repeated on the same connection it got {nxt.brief()} instead of "
+                                  f"{resp.brief()}; Content-Length of the first one wrong?")
+        return resp
+    finally:
+        conn.close()
+
+
+def get(ctx: Ctx, target: str, **kw: Any) -> Response:
+    return roundtrip(ctx, f"GET {target}", ctx.req("GET", target), **kw)
+
+

@@ -1,0 +1,346 @@
+"""Checks of HTTP/1.1 behaviour: errors, keep-alive, Connection: close, HTTP/1.0, pipelining,
+split segments and many idle connections."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from typing import Any
+
+from ..supervisor import raise_nofile
+from .base import HELLO, CheckFailed, Ctx, expect, get, roundtrip, show
+from .httpcheck import Conn, HTTPCheckError, PeerClosed, ProtocolError, ReadTimeout, Response
+
+def check_not_found(ctx: Ctx) -> str:
+    for target in ("/nope", "/nope/deeper?x=1", "/jsonx", "/json/extra"):
+        expect(get(ctx, target), f"GET {target}", 404)
+    return "unknown paths → 404"
+
+
+def check_method(ctx: Ctx) -> str:
+    got = []
+    for method, target in (("POST", "/"), ("DELETE", "/json"), ("GET", "/echo")):
+        body = b"" if method == "POST" else None
+        resp = roundtrip(ctx, f"{method} {target}", ctx.req(method, target, body=body), method)
+        expect(resp, f"{method} {target}", (404, 405))
+        got.append(f"{method} {target} → {resp.status}")
+    return "; ".join(got)
+
+
+def _pad_headers(total: int) -> list[tuple[str, str]]:
+    """X-Pad headers that bring the whole request head to about `total` bytes."""
+    hdrs: list[tuple[str, str]] = []
+    size = 40  # request line + Host + final CRLF, roughly
+    i = 0
+    while size + 110 <= total:
+        hdrs.append((f"X-Pad-{i:03d}", "p" * 96))
+        size += len(f"X-Pad-{i:03d}: ") + 96 + 2
+        i += 1
+    return hdrs
+
+
+def check_bad_request(ctx: Ctx) -> str:
+    garbage = [b"GARBAGE\r\n\r\n", b"GET /\r\n\r\n", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n"]
+    # Sent together so the waits overlap; a bounded pool keeps one worker free for the probe.
+    batch = len(garbage) if ctx.bound is None else max(1, min(len(garbage), ctx.bound - 1))
+    notes: list[str] = []
+    for start in range(0, len(garbage), batch):
+        notes += _bad_batch(ctx, garbage[start:start + batch], probe=start == 0 and (ctx.bound or 2) >= 2)
+    expect(get(ctx, "/"), "GET / on a new connection after malformed requests", 200, None, HELLO)
+    pad = _pad_headers(8000)
+    raw = ctx.req("GET", "/", pad)
+    resp = roundtrip(ctx, f"GET / with a {len(raw)} B header block", raw)
+    expect(resp, f"GET / with a {len(raw)} B header block", 200, None, HELLO)
+    return f"malformed → {', '.join(notes)}; server still answers; {len(raw)} B header block accepted"
+
+
+def _bad_batch(ctx: Ctx, garbage: list[bytes], probe: bool) -> list[str]:
+    conns: list[Conn] = []
+    notes: list[str] = []
+    try:
+        for g in garbage:
+            c = ctx.conn()
+            conns.append(c)
+            try:
+                c.send(g)
+            except PeerClosed:
+                pass
+        if probe:  # a bad client must not stall the others: a fresh connection works meanwhile
+            t0 = time.monotonic()
+            expect(get(ctx, "/", follow_up=False), "GET / while malformed requests are pending", 200, None, HELLO)
+            if time.monotonic() - t0 > 1.0:
+                raise CheckFailed(f"GET / while malformed requests are pending took {time.monotonic() - t0:.2f} s")
+        for g, c in zip(garbage, conns):
+            try:
+                resp = c.read_response(timeout=3.0)
+            except PeerClosed:
+                notes.append("close")
+                continue
+            except ReadTimeout:
+                raise CheckFailed(f"{g[:12]!r}…: expected 400 or close, got neither within 3 s") from None
+            except ProtocolError as e:
+                raise CheckFailed(f"{g[:12]!r}…: expected 400 or close, got a malformed response: {e}") from e
+            if not (400 <= resp.status < 500 or resp.status in (501, 505)) or resp.status == 404:
+                raise CheckFailed(f"{g[:12]!r}…: expected 400 or close, got {resp.brief()}")
+            notes.append(str(resp.status))
+    finally:
+        for c in conns:
+            c.close()
+    return notes
+
+
+def check_keepalive(ctx: Ctx) -> str:
+    conn = ctx.conn()
+    n = 100
+    try:
+        for i in range(n):
+            target = "/" if i % 2 == 0 else "/json"
+            what = f"request {i + 1} of {n} (GET {target}) on one connection"
+            try:
+                conn.send(ctx.req("GET", target))
+                resp = conn.read_response()
+            except PeerClosed as e:
+                raise CheckFailed(f"expected {n} responses on one connection, the server closed it after {i} ({e})") from e
+            except HTTPCheckError as e:
+                raise CheckFailed(f"{what}: {e}") from e
+            # Status and body only: content types are the root/json checks' business.
+            expect(resp, what, 200, None, HELLO if target == "/" else None)
+            if resp.framing not in ("length", "chunked"):
+                raise CheckFailed(f"{what}: expected Content-Length or chunked framing, got {resp.framing}-delimited")
+            if resp.server_will_close:
+                raise CheckFailed(f"{what}: the response announced Connection: close on a keep-alive request")
+    finally:
+        conn.close()
+    return f"{n} sequential requests answered on 1 connection"
+
+
+def check_connection_close(ctx: Ctx) -> str:
+    conn = ctx.conn()
+    try:
+        try:
+            conn.send(ctx.req("GET", "/", [("Connection", "close")]))
+            resp = conn.read_response()
+        except HTTPCheckError as e:
+            raise CheckFailed(f"GET / with Connection: close: {e}") from e
+        expect(resp, "GET / with Connection: close", 200, None, HELLO)
+        t0 = time.monotonic()
+        closed, extra = conn.wait_closed(2.0)
+        if extra:
+            raise CheckFailed(f"GET / with Connection: close: {len(extra)} extra bytes after the response: {show(extra)}")
+        if not closed:
+            raise CheckFailed("GET / with Connection: close: expected the server to close after the response, "
+                              "still open after 2 s")
+        return f"response, then closed after {(time.monotonic() - t0) * 1000:.0f} ms"
+    finally:
+        conn.close()
+
+
+def check_http10(ctx: Ctx) -> str:
+    conn = ctx.conn()
+    try:
+        try:
+            conn.send(ctx.req("GET", "/", version="HTTP/1.0"))
+            resp = conn.read_response()
+        except HTTPCheckError as e:
+            raise CheckFailed(f"HTTP/1.0 GET /: {e}") from e
+        expect(resp, "HTTP/1.0 GET /", 200, None, HELLO)
+        closed, extra = conn.wait_closed(2.0)
+        if extra:
+            raise CheckFailed(f"HTTP/1.0 GET /: {len(extra)} extra bytes after the response: {show(extra)}")
+        if not closed:
+            raise CheckFailed("HTTP/1.0 GET / without keep-alive: expected the server to close, still open after 2 s")
+    finally:
+        conn.close()
+    conn = ctx.conn()
+    try:
+        for i in (1, 2):
+            what = f"HTTP/1.0 GET / with Connection: keep-alive, request {i} of 2"
+            try:
+                conn.send(ctx.req("GET", "/", [("Connection", "keep-alive")], version="HTTP/1.0"))
+                resp = conn.read_response()
+            except PeerClosed as e:
+                raise CheckFailed(f"{what}: the server closed the connection ({e})") from e
+            except HTTPCheckError as e:
+                raise CheckFailed(f"{what}: {e}") from e
+            expect(resp, what, 200, None, HELLO)
+            if resp.framing == "close":
+                raise CheckFailed(f"{what}: close-delimited body on a keep-alive request")
+    finally:
+        conn.close()
+    return "1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → 2 requests on 1 connection"
+
+
+def _json_or_none(b: bytes) -> Any:
+    try:
+        return json.loads(b)
+    except ValueError:
+        return None
+
+
+def check_pipeline(ctx: Ctx) -> str:
+    # Distinct sizes make every response identifiable; a slow first request exposes servers
+    # that answer pipelined requests concurrently instead of in order.
+    plan: list[tuple[str, str, bytes | None, bytes | None]] = []  # method, target, body, expected body
+    sizes = iter(range(1, 100, 7))
+    for i in range(16):
+        kind = i % 4
+        if i == 0:
+            n = next(sizes)
+            plan.append(("GET", f"/delay?ms=100&bytes={n}", None, b"x" * n))
+        elif kind == 1:
+            plan.append(("GET", "/", None, HELLO))
+        elif kind == 2:
+            plan.append(("GET", "/json", None, None))
+        elif i in (7, 11):
+            body = f"pipelined body #{i}".encode() * 3
+            plan.append(("POST", "/echo", body, body))
+        else:
+            n = next(sizes)
+            plan.append(("GET", f"/delay?ms={10 if i == 4 else 0}&bytes={n}", None, b"x" * n))
+    raw = b"".join(ctx.req(m, t, body=b) for m, t, b, _ in plan)
+    conn = ctx.conn()
+    try:
+        conn.send(raw)  # one write: all 16 requests arrive together
+        for i, (m, t, _, want) in enumerate(plan):
+            what = f"pipelined response {i + 1} of {len(plan)} ({m} {t})"
+            try:
+                resp = conn.read_response(m)
+            except HTTPCheckError as e:
+                raise CheckFailed(f"{what}: {e}") from e
+            expect(resp, what, 200, None, want)  # bodies identify the order; media types are checked elsewhere
+            if want is None and _json_or_none(resp.body) != {"message": "Hello, World!"}:
+                raise CheckFailed(f"{what}: expected the /json document, got {show(resp.body)}")
+            if resp.server_will_close and i < len(plan) - 1:
+                raise CheckFailed(f"{what}: the server announced close with {len(plan) - i - 1} requests still pipelined")
+        try:
+            conn.send(ctx.req("GET", "/"))
+            resp = conn.read_response()
+        except HTTPCheckError as e:
+            raise CheckFailed(f"request after the pipeline: {e}") from e
+        expect(resp, "request after the pipeline", 200, None, HELLO)
+    finally:
+        conn.close()
+    return f"{len(plan)} requests in one write → {len(plan)} responses in order, correctly framed"
+
+
+def _send_split(conn: Conn, pieces: list[bytes], pause: float, what: str, method: str = "GET") -> Response:
+    """Send the pieces separately, then read; if the server hangs up early, say what it answered."""
+    for i, p in enumerate(pieces):
+        try:
+            if i:
+                time.sleep(pause)
+            conn.send(p)
+        except PeerClosed as e:
+            try:
+                early = conn.read_response(method, timeout=0.5).brief()
+            except HTTPCheckError:
+                early = "nothing"
+            raise CheckFailed(f"{what}: the server answered {early} and closed after {i} of {len(pieces)} "
+                              "pieces instead of waiting for the rest") from e
+    try:
+        return conn.read_response(method)
+    except HTTPCheckError as e:
+        raise CheckFailed(f"{what}: {e}") from e
+
+
+def check_split(ctx: Ctx) -> str:
+    rng = random.Random(11)
+    raw = ctx.req("GET", "/json?split=bytes")
+    conn = ctx.conn()
+    try:
+        resp = _send_split(conn, [raw[i:i + 1] for i in range(len(raw))], 0.001, "GET /json sent byte by byte")
+        expect(resp, "GET /json sent byte by byte", 200, "application/json")
+    finally:
+        conn.close()
+
+    raw = ctx.req("GET", "/", [("User-Agent", "serverbench-verify"), ("Accept", "*/*")])
+    pieces: list[bytes] = []
+    i = 0
+    while i < len(raw):
+        k = rng.randint(1, 7)
+        pieces.append(raw[i:i + k])
+        i += k
+    conn = ctx.conn()
+    try:
+        resp = _send_split(conn, pieces, 0.003, f"GET / in {len(pieces)} random segments")
+        expect(resp, f"GET / in {len(pieces)} random segments", 200, None, HELLO)
+    finally:
+        conn.close()
+
+    body = b"abcdefghijklmnopqrstuvwxyz"
+    raw = ctx.req("POST", "/echo", [("Content-Type", "application/octet-stream")], body)
+    head_end = raw.index(b"\r\n\r\n")
+    cl = raw.index(b"Content-Length: ")
+    # Awkward places: inside the method, between CR and LF, inside a header name and its
+    # value, inside the blank line, and inside the body.
+    cuts = sorted({2, raw.index(b"\r\n") + 1, cl + 7, cl + len("Content-Length: ") + 1,
+                   head_end + 3, head_end + 4, head_end + 4 + 10, head_end + 4 + 11})
+    pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
+    conn = ctx.conn()
+    try:
+        resp = _send_split(conn, pieces, 0.01, f"POST /echo split in {len(pieces)} pieces", "POST")
+        expect(resp, f"POST /echo split in {len(pieces)} pieces", 200, None, body)
+    finally:
+        conn.close()
+    return "byte-by-byte GET, random segments and an awkwardly split POST all answered correctly"
+
+
+def check_idle_connections(ctx: Ctx) -> str:
+    want = 1000 if ctx.bound is None else max(0, min(1000, ctx.bound - 1))
+    soft = raise_nofile()
+    in_use = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 64
+    k = min(want, soft - in_use - 64)  # keep headroom for the probe and the rest of the process
+    note = "" if k == want else f" (limited from {want} by RLIMIT_NOFILE {soft})"
+    idle: list[Conn] = []
+    half: list[Conn] = []
+    try:
+        for i in range(k):
+            try:
+                c = Conn(ctx.host, ctx.port, timeout=3.0)
+            except HTTPCheckError as e:
+                raise CheckFailed(f"opening idle connection {i + 1} of {k}: {e}") from e
+            if i % 10 == 1:  # every tenth, from the second on (so small pools get one too)
+                c.send(b"GET /del")  # half a request line: the server must wait for the rest
+                half.append(c)
+            else:
+                idle.append(c)
+        worst = 0.0
+        probe = ctx.conn()
+        try:
+            for i, target in enumerate(("/", "/json", "/", "/json", "/")):
+                t0 = time.monotonic()
+                try:
+                    probe.send(ctx.req("GET", target))
+                    resp = probe.read_response(timeout=1.0)
+                except PeerClosed:
+                    probe.close()
+                    probe = ctx.conn()
+                    probe.send(ctx.req("GET", target))
+                    resp = probe.read_response(timeout=1.0)
+                except ReadTimeout:
+                    raise CheckFailed(f"with {k} idle connections open, GET {target} #{i + 1} got no answer within 1 s") from None
+                worst = max(worst, time.monotonic() - t0)
+                expect(resp, f"GET {target} with {k} idle connections open", 200)
+        except HTTPCheckError as e:
+            raise CheckFailed(f"with {k} idle connections open: {e}") from e
+        finally:
+            probe.close()
+        # The held connections must still be alive and usable, the half-sent one included
+        # (in a bounded pool each of them already holds its worker, so this cannot starve).
+        for held, rest in ((idle[:1], b""), (half[:1], b"ay?ms=0&bytes=3")):
+            if not held:
+                continue
+            what = "an idle connection" if not rest else "a connection idle after half a request line"
+            try:
+                held[0].send(rest + b" HTTP/1.1\r\nHost: x\r\n\r\n" if rest else ctx.req("GET", "/"))
+                resp = held[0].read_response(timeout=1.0)
+            except HTTPCheckError as e:
+                raise CheckFailed(f"{what}, used after the others: {e}") from e
+            expect(resp, f"{what}, used after the others", 200, None, HELLO if not rest else b"xxx")
+        return f"{k} idle connections ({len(half)} with half a request line){note}; 5 requests answered, slowest {worst * 1000:.0f} ms"
+    finally:
+        for c in idle + half:
+            c.close()
+
+

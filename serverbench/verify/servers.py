@@ -1,0 +1,58 @@
+"""Verifying contestants: start each available, built server, run the suite, store the verdict.
+
+Yields one ServerVerdict per server; printing is the caller's (the CLI's) job.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import build, doctor, supervisor
+from .base import CheckResult
+from .suite import verify
+
+
+@dataclass
+class ServerVerdict:
+    server: str
+    passed: bool
+    checks: list[CheckResult] = field(default_factory=list)
+    skipped: bool = False  # toolchain unavailable and allow_unavailable: not judged
+    problem: str | None = None  # why it could not be verified at all (unavailable, not built)
+
+
+def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
+                   allow_unavailable: bool) -> Iterator[ServerVerdict]:
+    """Verify each server in turn and record its verdict in `store` (not for unverifiable ones)."""
+    if server_cpus is None:
+        server_cpus = supervisor.default_cpu_split()[0]
+    for m in manifests:
+        a = doctor.check(m)
+        if not a.available:
+            msg = f"unavailable ({a.reason or 'missing ' + ', '.join(a.missing)})"
+            if a.install_hint:
+                msg += f"; install with: {a.install_hint}"
+            yield ServerVerdict(m.id, False, skipped=allow_unavailable, problem=msg)
+            continue
+        if not build.is_built(m):
+            yield ServerVerdict(m.id, False, problem=f"not built; run `serverbench build {m.id}`")
+            continue
+        fh = build.folder_hash(m)
+        results: list[CheckResult] = []
+        srv = None
+        try:
+            with supervisor.run_server(m, cpus=server_cpus) as srv:
+                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid))
+        except supervisor.ServerStartError as e:
+            results.append(CheckResult("starts", False, str(e).splitlines()[0]))
+        if srv is not None:
+            clean = bool(srv.stopped_cleanly)
+            results.append(CheckResult(
+                "sigterm", clean,
+                "exited within 5 s of SIGTERM" if clean else "did not exit within 5 s of SIGTERM (killed)"))
+        ok = all(r.passed or r.skipped for r in results)
+        checks = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
+                  for r in results]
+        store.record_verdict(m.id, ok, checks, fh)
+        yield ServerVerdict(m.id, ok, results)

@@ -1,0 +1,104 @@
+"""The conformance suite of SPEC.md: the named checks in order, and `verify()` running them."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .. import paths
+from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
+from .endpoints import (check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root,
+                        check_tenth)
+from .httpcheck import HTTPCheckError
+from .protocol import (check_bad_request, check_connection_close, check_http10, check_idle_connections,
+                       check_keepalive, check_method, check_not_found, check_pipeline, check_split)
+
+CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
+    "root": check_root,
+    "json": check_json,
+    "file": check_file,
+    "delay": check_delay,
+    "delay-cpu": check_delay_cpu,
+    "tenth": check_tenth,
+    "echo": check_echo,
+    "not-found": check_not_found,
+    "method": check_method,
+    "bad-request": check_bad_request,
+    "keepalive": check_keepalive,
+    "connection-close": check_connection_close,
+    "http10": check_http10,
+    "pipeline": check_pipeline,
+    "split": check_split,
+    "idle-connections": check_idle_connections,
+}
+CHECKS: list[str] = list(CHECK_FUNCS)
+
+
+def _default_hello_file() -> Path:
+    env = os.environ.get("HELLO_FILE")
+    if env:
+        return Path(env)
+    return Path(paths.HELLO_FILE)
+
+
+def _bound(manifest: Any, workers: int) -> int | None:
+    b = getattr(manifest, "bound", None)
+    if b is None:
+        return None
+    val = b(workers) if callable(b) else b
+    return None if val is None else int(val)
+
+
+def verify(
+    base_url: str,
+    manifest: Any | None = None,
+    *,
+    workers: int = 1,
+    pid: int | None = None,
+    only: list[str] | None = None,
+    hello_file: str | Path | None = None,
+    timeout: float = 5.0,
+) -> list[CheckResult]:
+    """Run the SPEC.md conformance checks against the server at base_url (http://host:port).
+
+    manifest (serverbench.catalog.Manifest or None) supplies `counter` and `bound(workers)`;
+    pid enables the CPU check; only restricts to the named checks (kept in CHECKS order).
+    """
+    u = urlsplit(base_url if "//" in base_url else f"http://{base_url}")
+    if u.scheme != "http" or not u.hostname:
+        raise ValueError(f"expected http://host:port, got {base_url!r}")
+    if only is not None:
+        unknown = [n for n in only if n not in CHECK_FUNCS]
+        if unknown:
+            raise ValueError(f"unknown check(s) {unknown}; known: {CHECKS}")
+    ctx = Ctx(
+        host=u.hostname,
+        port=u.port or 80,
+        timeout=timeout,
+        counter=str(getattr(manifest, "counter", None) or "shared"),
+        bound=_bound(manifest, workers),
+        pid=pid,
+        hello_file=Path(hello_file) if hello_file else _default_hello_file(),
+    )
+    results: list[CheckResult] = []
+    for name in CHECKS:
+        if only is not None and name not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            detail = CHECK_FUNCS[name](ctx)
+            res = CheckResult(name, True, detail)
+        except CheckSkipped as e:
+            res = CheckResult(name, True, str(e), skipped=True)
+        except CheckFailed as e:
+            res = CheckResult(name, False, str(e))
+        except HTTPCheckError as e:
+            res = CheckResult(name, False, f"{type(e).__name__}: {e}")
+        except Exception as e:  # a bug or an OS error must not abort the other checks
+            res = CheckResult(name, False, f"unexpected {type(e).__name__}: {e}")
+        res.seconds = round(time.monotonic() - t0, 3)
+        results.append(res)
+    return results
