@@ -1,0 +1,112 @@
+import io.ktor.http.ContentType
+import io.ktor.http.HttpHeaders
+import io.ktor.http.HttpStatusCode
+import io.ktor.serialization.kotlinx.json.json
+import io.ktor.server.application.Application
+import io.ktor.server.application.ApplicationCall
+import io.ktor.server.application.ServerReady
+import io.ktor.server.application.install
+import io.ktor.server.cio.CIO
+import io.ktor.server.engine.embeddedServer
+import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
+import io.ktor.server.plugins.defaultheaders.DefaultHeaders
+import io.ktor.server.request.contentLength
+import io.ktor.server.request.receiveChannel
+import io.ktor.server.response.header
+import io.ktor.server.response.respond
+import io.ktor.server.response.respondBytes
+import io.ktor.server.response.respondBytesWriter
+import io.ktor.server.response.respondText
+import io.ktor.server.routing.get
+import io.ktor.server.routing.post
+import io.ktor.server.routing.routing
+import io.ktor.utils.io.readRemaining
+import io.ktor.utils.io.writeFully
+import java.io.File
+import java.util.concurrent.atomic.AtomicLong
+import kotlin.system.exitProcess
+import kotlinx.coroutines.delay
+import kotlinx.io.readByteArray
+import kotlinx.serialization.Serializable
+
+// kotlin-ktor: Ktor's CIO engine. Every connection and every call is a coroutine on
+// kotlinx.coroutines' Dispatchers.IO (a work-stealing scheduler whose parallelism
+// the CPU mask governs: CIO has no working parallelism knob, see server.toml); /delay and
+// /tenth suspend with delay().
+
+@Serializable
+data class Message(val message: String)
+
+const val MAX_BODY = 1 shl 20        // POST /echo limit, and the most /delay?bytes= asks for
+const val MAX_MS = 60_000L           // /delay and /tenth wait at most this long
+val XS = ByteArray(MAX_BODY) { 'x'.code.toByte() }
+val tenth = AtomicLong()             // the /tenth counter, shared by the whole process
+
+fun env(name: String, default: String): String = System.getenv(name)?.takeIf { it.isNotEmpty() } ?: default
+
+fun main() {
+    val host = env("HOST", "127.0.0.1")
+    val port = env("PORT", "8080").toInt()
+    val helloFile = File(env("HELLO_FILE", "../../assets/hello.html"))
+    val server = embeddedServer(CIO, port = port, host = host) { module(helloFile) }
+    server.monitor.subscribe(ServerReady) {
+        println("kotlin-ktor listening on $host:$port (CIO on Dispatchers.IO)")
+    }
+    try {
+        server.start(wait = true)
+    } catch (e: Exception) {
+        System.err.println("kotlin-ktor: cannot listen on $host:$port: ${e.message}")
+        exitProcess(1)
+    }
+}
+
+/** ?name=N: digits only, 0..max; the default when absent; null when invalid (answer 400). */
+fun ApplicationCall.intParam(name: String, default: Long, max: Long): Long? {
+    val v = request.queryParameters[name] ?: return default
+    if (v.isEmpty() || v.length > 9 || !v.all { it in '0'..'9' }) return null
+    return v.toLong().takeIf { it <= max }
+}
+
+suspend fun ApplicationCall.badRequest() = respondText("Bad Request", status = HttpStatusCode.BadRequest)
+
+suspend fun ApplicationCall.tooLarge() {
+    response.header(HttpHeaders.Connection, "close")   // the rest of the body is not read
+    respondText("Payload Too Large", status = HttpStatusCode.PayloadTooLarge)
+}
+
+fun Application.module(helloFile: File) {
+    install(DefaultHeaders)                 // Date (formatted once a second) and Server
+    install(ContentNegotiation) { json() }  // kotlinx.serialization
+    routing {
+        get("/") {
+            call.respondText("Hello, World!", ContentType.Text.Plain)
+        }
+        get("/json") {
+            call.respond(Message("Hello, World!"))
+        }
+        get("/file") {
+            // from disk on every request (we are on Dispatchers.IO, where blocking reads belong)
+            call.respondBytes(helloFile.readBytes(), ContentType.Text.Html)
+        }
+        get("/delay") {
+            val ms = call.intParam("ms", 0, MAX_MS)
+            val n = call.intParam("bytes", 0, MAX_BODY.toLong())?.toInt()
+            if (ms == null || n == null) return@get call.badRequest()
+            delay(ms)
+            call.respondBytesWriter(ContentType.Text.Plain, contentLength = n.toLong()) { writeFully(XS, 0, n) }
+        }
+        get("/tenth") {
+            val ms = call.intParam("ms", 2000, MAX_MS) ?: return@get call.badRequest()
+            val count = tenth.incrementAndGet()
+            if (count % 10 == 0L) delay(ms)
+            call.respondText(count.toString(), ContentType.Text.Plain)
+        }
+        post("/echo") {
+            if ((call.request.contentLength() ?: 0) > MAX_BODY) return@post call.tooLarge()
+            // Content-Length or chunked (decoded by CIO): read at most one byte past the limit
+            val body = call.receiveChannel().readRemaining(MAX_BODY + 1L).readByteArray()
+            if (body.size > MAX_BODY) return@post call.tooLarge()
+            call.respondBytes(body, ContentType.Application.OctetStream)
+        }
+    }
+}
