@@ -1,0 +1,78 @@
+#!/bin/sh
+# Generates nginx.conf for $HOST/$PORT/$WORKERS into bin/run/<port>/ (pid file, temp paths and
+# the config live there; nothing is written to /etc or /var) and runs nginx in the foreground.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+host=${HOST:-127.0.0.1}
+port=${PORT:-8080}
+workers=${WORKERS:-}
+if [ -z "$workers" ]; then workers=$(nproc); fi   # nproc honours the affinity mask
+: "${HELLO_FILE:=$here/hello.html}"
+export HELLO_FILE
+case $host in *:*) listen="[$host]:$port" ;; *) listen="$host:$port" ;; esac
+
+# File descriptors: as many connections per worker as the hard limit allows.
+nofile=$(ulimit -Hn)
+if [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ]; then nofile=65536; fi
+conns=$((nofile - 64))
+
+dir=$here/bin/run/$port
+mkdir -p "$dir"
+# nginx's master drops workers to "nobody" when started as root; keep them as the invoking
+# user instead so the row behaves the same whoever starts it.
+user_line=""
+if [ "$(id -u)" = 0 ]; then user_line="user root;"; fi
+
+cat > "$dir/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
+
+daemon off;
+master_process on;
+$user_line
+worker_processes $workers;
+worker_rlimit_nofile $nofile;
+pid $dir/nginx.pid;
+error_log stderr warn;
+env HELLO_FILE;
+
+events {
+    worker_connections $conns;
+}
+
+http {
+    access_log off;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+
+    # nginx closes a keep-alive connection after 1000 requests by default; SPEC wants
+    # persistent connections, so the limit is lifted.
+    keepalive_requests 100000000;
+    # POST /echo: bodies up to 1 MiB, kept in memory; larger ones get nginx's 413.
+    client_max_body_size 1m;
+    client_body_buffer_size 1m;
+
+    lua_shared_dict counter 64k;   # the /tenth counter, shared by all worker processes
+    lua_package_path "$here/?.lua;;";
+    init_by_lua_block { require "app" }
+
+    server {
+        listen $listen;
+        # HTTP/0.9 simple requests ("GET /") would get a headerless answer: close instead.
+        if (\$server_protocol = "") { return 444; }
+
+        location = /      { content_by_lua_block { require("app").root() } }
+        location = /json  { content_by_lua_block { require("app").json() } }
+        location = /file  { content_by_lua_block { require("app").file() } }
+        location = /delay { content_by_lua_block { require("app").delay() } }
+        location = /tenth { content_by_lua_block { require("app").tenth() } }
+        location = /echo  { content_by_lua_block { require("app").echo() } }
+        location /        { return 404; }
+    }
+}
+CONF
+
+exec nginx -p "$dir" -c "$dir/nginx.conf" -e stderr
