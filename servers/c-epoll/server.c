@@ -713,7 +713,9 @@ static void *loop_run(void *arg) {
         for (int i = 0; i < n; i++) {
             conn_t *c = evs[i].data.ptr;
             if (!c) accept_all(l);
-            else if (c->fd >= 0) drive(c);
+            else if (c->fd < 0) continue; /* closed while parked on a timer */
+            else if (evs[i].events & ~(uint32_t)EPOLLOUT) drive(c);
+            else if (c->out.len > c->out_off) drive(c); /* room to send what was left */
         }
         if (l->nheap) {
             uint64_t now = now_ns();
