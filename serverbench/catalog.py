@@ -41,6 +41,21 @@ class Install(BaseModel):
     npm: list[str] = []
 
 
+PipelinedWrites = Literal["coalesced", "per-response"]
+FileRead = Literal["blocking", "async"]
+
+
+class Choices(BaseModel):
+    """What a row does where SPEC.md leaves a choice that changes throughput (see SPEC.md,
+    "Choices"): declared in the manifest's `[choices]` table so the report can show it."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Responses to pipelined requests that arrived together: one write, or one write each.
+    pipelined_writes: PipelinedWrites
+    # /file: a blocking read on the thread serving the connection, or async/offloaded I/O.
+    file_read: FileRead
+
+
 class Manifest(BaseModel):
     """One `server.toml` (see SPEC.md); `id` and `dir` are filled in by the loader."""
 
@@ -64,6 +79,8 @@ class Manifest(BaseModel):
     workers: int | None = None
     env: dict[str, str] = {}
     install: Install = Install()
+    # Optional `[choices]` table (SPEC.md, "Choices"); None when a row does not declare it.
+    choices: Choices | None = None
     # Folders (relative to this one, e.g. "../_shared/x") whose code this server compiles or
     # loads too: sibling rows of one language share code there instead of copying it. Their
     # files count in the build-cache hash.
@@ -128,6 +145,13 @@ def _describe(err: dict[str, Any]) -> str:
     name = ".".join(loc) or "?"
     kind = err["type"]
     value = err.get("input")
+    if loc and loc[0] == "choices" and len(loc) > 1:
+        key = loc[1]
+        if kind == "missing":
+            return f"field '{name}': missing; fix: add {key} = ... under [choices] (see SPEC.md, Choices)"
+        if kind == "literal_error":
+            allowed = err.get("ctx", {}).get("expected", "see SPEC.md")
+            return f"field '{name}': {value!r} is not {allowed}; fix: use one of them (see SPEC.md, Choices)"
     if kind == "missing":
         return f"field '{name}': missing; fix: add {name} = ... (see SPEC.md)"
     if kind == "literal_error" and loc and loc[0] == "model":

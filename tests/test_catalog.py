@@ -24,6 +24,16 @@ def test_valid_manifest_loads_with_defaults(servers_root: Path) -> None:
     assert m.bound(64) == 64
 
 
+def test_choices_table_is_optional_and_validated(servers_root: Path) -> None:
+    write_manifest(servers_root, "with", choices={"pipelined_writes": "per-response", "file_read": "blocking"})
+    write_manifest(servers_root, "without")
+    cat = load_catalog(servers_root)
+    assert cat.errors == []
+    ch = cat.servers["with"].choices
+    assert ch is not None and (ch.pipelined_writes, ch.file_read) == ("per-response", "blocking")
+    assert cat.servers["without"].choices is None
+
+
 def test_bound_int_and_unbounded(servers_root: Path) -> None:
     write_manifest(servers_root, "a", max_connections=100)
     write_manifest(servers_root, "b")
@@ -46,6 +56,13 @@ def test_bound_int_and_unbounded(servers_root: Path) -> None:
     ({"counter": "global"}, "field 'counter': 'global'", "fix: use one of them"),
     ({"requires": "cargo"}, "field 'requires'", "fix: use a list"),
     ({"run": ""}, "field 'run'", "fix: give it a non-empty value"),
+    ({"choices": {"pipelined_writes": "batched", "file_read": "async"}},
+     "field 'choices.pipelined_writes': 'batched' is not 'coalesced' or 'per-response'", "fix: use one of them"),
+    ({"choices": {"pipelined_writes": "coalesced"}}, "field 'choices.file_read': missing",
+     "fix: add file_read = ... under [choices]"),
+    ({"choices": {"pipelined_writes": "coalesced", "file_read": "async", "gzip": "no"}},
+     "field 'choices.gzip': unknown field", "fix: remove it"),
+    ({"choices": "coalesced"}, "field 'choices'", "fix: use a table"),
 ])
 def test_broken_manifest_is_one_line_naming_file_field_fix(
         servers_root: Path, fields: dict, field: str, fix: str) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from serverbench.verify.httpcheck import Conn, ProtocolError
 from serverbench.verify import CHECKS, CheckResult, verify
+from serverbench.verify.protocol import parse_imf_fixdate
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"
 
@@ -108,6 +109,8 @@ DEFECTS = [
     ("no-close", "connection-close"),
     ("no-close", "http10"),
     ("tenth-nowait", "tenth"),
+    ("no-date", "date"),
+    ("stale-date", "date"),
 ]
 
 
@@ -132,6 +135,31 @@ def test_content_type_bug_stays_in_its_check(server: Callable[..., Running]) -> 
     srv = server("wrong-json")
     res = by_name(verify(srv.url, only=["json", "keepalive", "pipeline"]))
     assert [n for n, r in res.items() if not r.passed] == ["json"]
+
+
+def test_date_check_passes_the_reference_and_fails_without_date(server: Callable[..., Running]) -> None:
+    res = by_name(verify(server().url, only=["date"]))
+    assert res["date"].passed and "GMT" in res["date"].detail, res["date"]
+    res = by_name(verify(server("no-date").url, only=["date"]))
+    assert not res["date"].passed and "no Date header" in res["date"].detail, res["date"]
+    assert CHECKS.index("echo") < CHECKS.index("date") < CHECKS.index("not-found")
+
+
+@pytest.mark.parametrize("value", [
+    "Sun, 6 Nov 1994 08:49:37 GMT",      # one-digit day (java.time's RFC_1123_DATE_TIME)
+    "Sunday, 06-Nov-94 08:49:37 GMT",    # obsolete RFC 850 form
+    "Sun Nov  6 08:49:37 1994",          # asctime
+    "Sun, 06 Nov 1994 08:49:37 +0000",   # numeric zone
+    "sun, 06 nov 1994 08:49:37 GMT",     # case
+    "Mon, 06 Nov 1994 08:49:37 GMT",     # wrong weekday
+    "Sun, 31 Nov 1994 08:49:37 GMT",     # no such day
+    "Sun, 06 Nov 1994 24:00:00 GMT",
+    "Sun, 06 Nov 1994 08:49:37 GMT ",
+])
+def test_imf_fixdate_is_parsed_strictly(value: str) -> None:
+    assert parse_imf_fixdate("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777
+    with pytest.raises(ValueError):
+        parse_imf_fixdate(value)
 
 
 def test_wrong_file_content_fails(server: Callable[..., Running], tmp_path: Path) -> None:

@@ -1,16 +1,82 @@
-"""Checks of HTTP/1.1 behaviour: errors, keep-alive, Connection: close, HTTP/1.0, pipelining,
-split segments and many idle connections."""
+"""Checks of HTTP/1.1 behaviour: the Date header, errors, keep-alive, Connection: close, HTTP/1.0,
+pipelining, split segments and many idle connections."""
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import random
+import re
 import time
+from datetime import datetime
 from typing import Any
 
 from ..supervisor import raise_nofile
 from .base import HELLO, CheckFailed, Ctx, expect, get, roundtrip, show
 from .httpcheck import Conn, HTTPCheckError, PeerClosed, ProtocolError, ReadTimeout, Response
+
+# IMF-fixdate (RFC 9110 §5.6.7), e.g. "Sun, 06 Nov 1994 08:49:37 GMT": exact case, exact spacing,
+# two-digit day (java.time's RFC_1123_DATE_TIME writes "6 Nov" and fails here).
+_IMF_FIXDATE = re.compile(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d\d) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                          r"(\d{4}) (\d\d):(\d\d):(\d\d) GMT")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+# SPEC lets a server cache the formatted value for up to 1 s; the value is also truncated to the
+# second. One more second of slack on each side for a loaded machine.
+DATE_BEHIND_S = 3
+DATE_AHEAD_S = 1
+
+
+def parse_imf_fixdate(value: str) -> int:
+    """Seconds since the epoch of an IMF-fixdate; ValueError (one-line reason) for anything else."""
+    m = _IMF_FIXDATE.fullmatch(value)
+    if m is None:
+        raise ValueError("not IMF-fixdate (expected e.g. 'Sun, 06 Nov 1994 08:49:37 GMT')")
+    wday, day, mon, year, hh, mm, ss = m.groups()
+    try:
+        # A leap second (60) is valid in the grammar; datetime has no room for it.
+        dt = datetime(int(year), _MONTHS.index(mon) + 1, int(day), int(hh), int(mm), min(int(ss), 59))
+    except ValueError as e:
+        raise ValueError(f"not a real date/time ({e})") from None
+    if _DAYS[dt.weekday()] != wday:
+        raise ValueError(f"{day} {mon} {year} is a {_DAYS[dt.weekday()]}, not a {wday}")
+    return calendar.timegm(dt.timetuple()) + (int(ss) - dt.second)
+
+
+def _date_of(ctx: Ctx, what: str, raw: bytes, method: str, status: int) -> str:
+    sent = time.time()
+    resp = roundtrip(ctx, what, raw, method, follow_up=False)
+    got = time.time()
+    expect(resp, what, status)
+    values = resp.header_all("date")
+    if not values:
+        raise CheckFailed(f"{what}: no Date header (SPEC: every response carries one, IMF-fixdate; "
+                          f"RFC 9110 §6.6.1)")
+    if len(values) > 1:
+        raise CheckFailed(f"{what}: {len(values)} Date headers ({'; '.join(values)}), expected one")
+    try:
+        secs = parse_imf_fixdate(values[0])
+    except ValueError as e:
+        raise CheckFailed(f"{what}: Date {values[0]!r}: {e}") from None
+    if secs < int(sent) - DATE_BEHIND_S or secs > int(got) + DATE_AHEAD_S:
+        off = secs - sent
+        raise CheckFailed(f"{what}: Date {values[0]!r} is {abs(off):.1f} s {'behind' if off < 0 else 'ahead of'} "
+                          f"the clock (SPEC: cached for at most 1 s)")
+    return values[0]
+
+
+def check_date(ctx: Ctx) -> str:
+    """2xx responses of several endpoints carry one IMF-fixdate Date near the local clock.
+
+    Run after the endpoint checks, so a value formatted once at start-up is already seconds old.
+    Only 2xx are judged: some frameworks' own error responses have no Date."""
+    cases = [("GET", "/", None), ("GET", "/json", None), ("GET", "/delay?ms=0&bytes=10", None),
+             ("GET", "/file", None), ("POST", "/echo", b"date")]
+    last = ""
+    for method, target, body in cases:
+        last = _date_of(ctx, f"{method} {target}", ctx.req(method, target, body=body), method, 200)
+    return f"one IMF-fixdate Date, within seconds of the clock, on {len(cases)} endpoints (last {last!r})"
+
 
 def check_not_found(ctx: Ctx) -> str:
     for target in ("/nope", "/nope/deeper?x=1", "/jsonx", "/json/extra"):

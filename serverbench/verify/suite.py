@@ -13,8 +13,9 @@ from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
 from .endpoints import (check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root,
                         check_tenth)
 from .httpcheck import HTTPCheckError
-from .protocol import (check_bad_request, check_connection_close, check_http10, check_idle_connections,
-                       check_keepalive, check_method, check_not_found, check_pipeline, check_split)
+from .protocol import (check_bad_request, check_connection_close, check_date, check_http10,
+                       check_idle_connections, check_keepalive, check_method, check_not_found, check_pipeline,
+                       check_split)
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "root": check_root,
@@ -24,6 +25,7 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "delay-cpu": check_delay_cpu,
     "tenth": check_tenth,
     "echo": check_echo,
+    "date": check_date,
     "not-found": check_not_found,
     "method": check_method,
     "bad-request": check_bad_request,
