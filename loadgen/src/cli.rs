@@ -42,6 +42,10 @@ pub struct Args {
     /// Open load: cap on the connection pool
     #[arg(long, default_value_t = 1000)]
     pub max_connections: usize,
+    /// Open load: most due requests waiting for a connection; requests due
+    /// while it is full are dropped (counted, and recorded at their age)
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_backlog: usize,
     /// Open load: the send timer wakes at most once per this interval and sends
     /// every request due by then, so a send may be up to this late (included in
     /// the corrected latency, which counts from the intended time); 0 = wake for
@@ -97,6 +101,9 @@ pub struct Args {
     /// No progress line
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Be killed (SIGKILL) when the parent process dies; also LOADGEN_DIE_WITH_PARENT=1
+    #[arg(long)]
+    pub die_with_parent: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +186,9 @@ impl Config {
         }
         if a.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
+        }
+        if a.max_backlog == 0 {
+            return Err("--max-backlog must be at least 1".into());
         }
         if mode != Mode::Sessions
             && (a.ramp.is_some() || a.spawn_rate.is_some() || a.session_requests.is_some() || a.think.is_some() || a.loop_sessions)

@@ -23,6 +23,24 @@ pub fn new_bucket_hist() -> Hist {
     Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, 2).expect("static histogram bounds are valid")
 }
 
+/// A histogram stored as its non-empty bins (value, count): a second of the
+/// timeline holds a few hundred bins, where a dense histogram is 26 KB.
+pub type Sparse = Vec<(u32, u32)>;
+
+/// The non-empty bins of `h` (values fit u32: HIGHEST_US < 2^32).
+pub fn to_sparse(h: &Hist) -> Sparse {
+    let mut s: Sparse = h.iter_recorded().map(|v| (v.value_iterated_to() as u32, v.count_at_value() as u32)).collect();
+    s.shrink_to_fit();
+    s
+}
+
+/// Add sparse bins into `h` (recording a bin's highest value lands in that bin).
+pub fn add_sparse(h: &mut Hist, s: &[(u32, u32)]) {
+    for &(v, n) in s {
+        let _ = h.record_n((v as u64).clamp(LOWEST_US, HIGHEST_US), n as u64);
+    }
+}
+
 /// Record a latency, clamped into the histogram's range.
 #[inline]
 pub fn record(h: &mut Hist, us: u64) {
@@ -136,6 +154,20 @@ mod tests {
         }
         assert_eq!(merged, all);
         assert_eq!(summarize(&merged), summarize(&all));
+    }
+
+    #[test]
+    fn sparse_round_trip_is_exact() {
+        let mut h = new_bucket_hist();
+        for v in [1u64, 2, 99, 100, 101, 12_345, 999_999, 5_000_000, HIGHEST_US] {
+            record(&mut h, v);
+            record(&mut h, v);
+        }
+        let s = to_sparse(&h);
+        let mut back = new_bucket_hist();
+        add_sparse(&mut back, &s);
+        assert_eq!(back, h);
+        assert!(s.len() < 10);
     }
 
     #[test]

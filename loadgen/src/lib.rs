@@ -14,6 +14,7 @@ pub mod request;
 pub mod response;
 pub mod run;
 pub mod schedule;
+pub mod signals;
 pub mod template;
 pub mod timer;
 pub mod units;

@@ -26,12 +26,20 @@ fn main() -> ExitCode {
             return usage_error(&format!("{first} (see loadgen --help)"));
         }
     };
+    let die = args.die_with_parent || std::env::var("LOADGEN_DIE_WITH_PARENT").is_ok_and(|v| v == "1");
+    if die {
+        if let Err(e) = loadgen::signals::die_with_parent() {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+    }
     let cfg = match Config::from_args(args) {
         Ok(c) => c,
         Err(e) => return usage_error(&e),
     };
     let json_to_stdout = cfg.args.json.as_deref() == Some("-");
     let show_progress = !cfg.args.quiet && std::io::stderr().is_terminal();
+    loadgen::signals::install();
     let result = match run(&cfg, show_progress) {
         Ok(r) => r,
         Err(RunError::Usage(e)) => return usage_error(&e),
@@ -59,6 +67,10 @@ fn main() -> ExitCode {
             eprintln!("loadgen: cannot write --json {path}: {e}");
             return ExitCode::from(1);
         }
+    }
+    if result.interrupted {
+        // the shell's convention for a run ended by a signal; the JSON is written
+        return ExitCode::from(130);
     }
     ExitCode::SUCCESS
 }

@@ -202,12 +202,19 @@ impl<'a> Net<'a> {
         let c = &mut self.conns[i];
         while let Some(p) = c.inflight.pop_front() {
             self.inflight_total -= 1;
-            if p.measured {
+            if !p.measured {
+                continue;
+            }
+            if class == ErrorClass::Timeout {
+                // it took at least its timeout (those queued behind it: their age)
+                let waited = (now - p.intended).min(p.sent - p.intended + self.plan.timeout);
+                self.rec.timeout(now, waited);
+            } else {
                 self.rec.error(now, class);
             }
         }
         self.close(i);
-        m.on_closed(self, i, now, true);
+        m.on_closed(self, i, now, Some(class));
     }
 
     /// Write what is buffered. Returns false if the connection failed.
@@ -322,7 +329,7 @@ impl<'a> Net<'a> {
             return self.fail(m, i, ErrorClass::Read, now);
         }
         self.close(i);
-        m.on_closed(self, i, now, false);
+        m.on_closed(self, i, now, None);
     }
 
     /// Parse buffered bytes; returns false if the connection is not to be
@@ -407,14 +414,19 @@ impl<'a> Net<'a> {
         }
     }
 
-    /// Requests in flight at the end are normal (closed load always has C of
-    /// them); only those already waiting a long time mean a stalled connection.
-    pub fn count_unanswered(&mut self, end: Instant) {
-        for p in self.conns.iter().flat_map(|c| c.inflight.iter()).filter(|p| p.measured) {
-            let age = end.saturating_duration_since(p.intended);
-            if age >= crate::record::STALLED_AFTER {
-                self.rec.unanswered += 1;
-                self.rec.unanswered_oldest_us = self.rec.unanswered_oldest_us.max(age.as_micros() as u64);
+    /// Requests in flight at the end count at their age (they took at least
+    /// that long). That is normal (closed load always has C in flight); only
+    /// those already waiting a long time mean a stalled connection.
+    pub fn end_of_run(&mut self, end: Instant) {
+        for c in &self.conns {
+            for p in c.inflight.iter().filter(|p| p.measured) {
+                let age = end.saturating_duration_since(p.intended);
+                self.rec.in_flight += 1;
+                self.rec.unserved(age, 1);
+                if age >= crate::record::STALLED_AFTER {
+                    self.rec.unanswered += 1;
+                    self.rec.unanswered_oldest_us = self.rec.unanswered_oldest_us.max(age.as_micros() as u64);
+                }
             }
         }
     }

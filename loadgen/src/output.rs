@@ -30,6 +30,7 @@ pub fn config_json(cfg: &Config) -> Value {
         "rate": a.rate,
         "poisson": a.poisson,
         "max_connections": if cfg.mode == Mode::Open { json!(a.max_connections) } else { Value::Null },
+        "max_backlog": if cfg.mode == Mode::Open { json!(a.max_backlog) } else { Value::Null },
         "send_quantum_us": if cfg.mode == Mode::Open { json!(cfg.send_quantum.as_micros() as u64) } else { Value::Null },
         "users": a.users,
         "ramp_s": secs(cfg.ramp),
@@ -71,6 +72,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             status.insert(code.to_string(), json!(n));
         }
     }
+    let latency = rec.latency();
+    let mut second = histo::new_bucket_hist();
     let timeline: Vec<Value> = rec
         .timeline
         .iter()
@@ -83,14 +86,16 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             // the schedule value in the middle of this second
             let t_mid = cfg.warmup.as_secs_f64() + i as f64 + 0.5;
             let target = cfg.schedule.as_ref().map(|s| s.value_at(t_mid));
-            let q = |p: f64| if b.hist.is_empty() { 0 } else { b.hist.value_at_quantile(p) };
+            second.reset();
+            histo::add_sparse(&mut second, &b.hist);
+            let q = |p: f64| if second.is_empty() { 0 } else { second.value_at_quantile(p) };
             json!({
                 "t": i + 1,
                 "completed": b.completed,
                 "ok": b.ok,
                 "errors": errs,
                 "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
-                "max_us": if b.hist.is_empty() { 0 } else { b.hist.max() },
+                "max_us": if second.is_empty() { 0 } else { second.max() },
                 "active_connections": b.active_connections,
                 "active_users": b.active_users,
                 "target_rate": if cfg.mode == Mode::Open { json!(target) } else { Value::Null },
@@ -104,6 +109,7 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         "config": config_json(cfg),
         "started_at": humantime::format_rfc3339_millis(r.started_at).to_string(),
         "duration_s": (r.duration_s * 1000.0).round() / 1000.0,
+        "interrupted": r.interrupted,
         "summary": {
             "requests": rec.requests(),
             "responses": rec.responses,
@@ -114,15 +120,21 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             "bytes_per_s": per_sec(rec.bytes_read, r.duration_s),
             "connections_opened": rec.connections_opened,
             "missed_sends": rec.missed_sends,
+            "due": rec.due(),
+            "in_flight": rec.in_flight,
+            "never_sent": rec.never_sent,
+            "dropped": rec.dropped,
             "unanswered": rec.unanswered,
             "unanswered_oldest_us": rec.unanswered_oldest_us,
-            "latency_us": histo::summarize(&rec.latency),
+            "latency_us": histo::summarize(&latency),
+            "answered_latency_us": histo::summarize(&rec.answered),
             "service_us": rec.service.as_ref().map(histo::summarize),
         },
         "error_classes": classes,
         "status_codes": status,
         "histograms": {
-            "latency": histo::encode(&rec.latency),
+            "latency": histo::encode(&latency),
+            "answered": histo::encode(&rec.answered),
             "service": rec.service.as_ref().map(histo::encode),
         },
         "timeline": timeline,
@@ -141,6 +153,10 @@ fn fmt_bytes(b: f64) -> String {
 }
 
 fn latency_lines(out: &mut String, name: &str, h: &Hist) {
+    if h.is_empty() {
+        let _ = writeln!(out, "  {name:<10} (none)");
+        return;
+    }
     let s = histo::summarize(h);
     let _ = writeln!(
         out,
@@ -244,16 +260,34 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         fmt_bytes(per_sec(rec.bytes_read, r.duration_s)),
         rec.connections_opened
     );
+    if r.interrupted {
+        let _ = writeln!(out, "  Interrupted by a signal: the figures cover the {:.2}s measured", r.duration_s);
+    }
+    let latency = rec.latency();
+    let unserved = !rec.unanswered_hist.is_empty();
+    if unserved {
+        let _ = writeln!(
+            out,
+            "  Due        {} request(s): {} ended, {} in flight at the end, {} never sent, {} dropped",
+            rec.due(),
+            rec.requests(),
+            rec.in_flight,
+            rec.never_sent,
+            rec.dropped
+        );
+    }
+    latency_lines(&mut out, "Latency", &latency);
     if rec.service.is_some() {
-        latency_lines(&mut out, "Latency", &rec.latency);
         let _ = writeln!(out, "  {:<10} (from intended send time; coordinated-omission corrected)", "");
-        if let Some(s) = &rec.service {
-            latency_lines(&mut out, "Service", s);
-            let _ = writeln!(out, "  {:<10} (from actual send time; uncorrected)", "");
-        }
+    }
+    if unserved {
+        let _ = writeln!(out, "  {:<10} (every due request: timed out at its timeout, unanswered at its age at the end)", "");
+        latency_lines(&mut out, "Answered", &rec.answered);
+    }
+    if let Some(s) = &rec.service {
+        latency_lines(&mut out, "Service", s);
+        let _ = writeln!(out, "  {:<10} (answered, from actual send time; uncorrected)", "");
         let _ = writeln!(out, "  Missed     {} request(s) not sent on schedule (connection pool exhausted)", rec.missed_sends);
-    } else {
-        latency_lines(&mut out, "Latency", &rec.latency);
     }
     if rec.unanswered > 0 {
         let _ = writeln!(out, "  Unanswered {} request(s) waiting ≥ 1 s when the run ended, the oldest for {:.2} s",
@@ -277,9 +311,9 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
     if !codes.is_empty() {
         let _ = writeln!(out, "  Status     {}", codes.join(", "));
     }
-    if !rec.latency.is_empty() {
+    if !latency.is_empty() {
         let _ = writeln!(out, "  Latency histogram:");
-        out.push_str(&ascii_histogram(&rec.latency));
+        out.push_str(&ascii_histogram(&latency));
     }
     out
 }

@@ -1,6 +1,6 @@
 //! Per-thread measurements, merged once at the end of a run.
 
-use crate::histo::{self, Hist};
+use crate::histo::{self, Hist, Sparse};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,30 +37,37 @@ impl ErrorClass {
     }
 }
 
-/// One second of the run.
+/// One second of the run. Its latencies (answered and timed-out requests
+/// that ended in it) are kept sparse once the second is over, so a long run's
+/// timeline stays small.
 #[derive(Debug, Clone)]
 pub struct Bucket {
     pub completed: u64,
     pub ok: u64,
     pub errors: [u64; CLASSES],
-    pub hist: Hist,
+    pub hist: Sparse,
     pub active_connections: u64,
     pub active_users: u64,
 }
 
 impl Bucket {
     fn new() -> Bucket {
-        Bucket { completed: 0, ok: 0, errors: [0; CLASSES], hist: histo::new_bucket_hist(), active_connections: 0, active_users: 0 }
+        Bucket { completed: 0, ok: 0, errors: [0; CLASSES], hist: Sparse::new(), active_connections: 0, active_users: 0 }
     }
 }
 
 /// How long a request still in flight at the end must have waited to count as unanswered.
-pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+pub const STALLED_AFTER: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub measure_start: Instant,
-    pub latency: Hist,
+    /// Corrected latency (from the intended send time) of answered requests.
+    pub answered: Hist,
+    /// Corrected latency of due requests that got no answer: timed out (at
+    /// their timeout), in flight at the end or never sent (at their age when
+    /// the run ended). With `answered`: every due request.
+    pub unanswered_hist: Hist,
     /// Uncorrected (from the actual send) — kept for open load only.
     pub service: Option<Hist>,
     pub responses: u64,
@@ -71,20 +78,31 @@ pub struct Recorder {
     pub bytes_read: u64,
     pub connections_opened: u64,
     pub missed_sends: u64,
-    /// Requests that, when the run ended, had waited at least STALLED_AFTER for a
-    /// response (a server that holds connections without serving them shows here,
-    /// not in the latency histogram).
+    /// Requests sent and still waiting for their response at the end.
+    pub in_flight: u64,
+    /// Open load: requests due but still waiting for a connection at the end.
+    pub never_sent: u64,
+    /// Open load: requests due while the backlog was full, never sent.
+    pub dropped: u64,
+    /// Requests that, when the run ended, had waited at least STALLED_AFTER
+    /// for a response (a server that holds connections without serving them).
     pub unanswered: u64,
     /// Age of the oldest of those, from its intended send time.
     pub unanswered_oldest_us: u64,
     pub timeline: Vec<Bucket>,
+    /// The current second's latencies, dense while it lasts.
+    current: Hist,
+    current_sec: usize,
+    /// p99 of the last completed second (progress line).
+    pub last_p99_us: u64,
 }
 
 impl Recorder {
     pub fn new(measure_start: Instant, with_service: bool) -> Recorder {
         Recorder {
             measure_start,
-            latency: histo::new_hist(),
+            answered: histo::new_hist(),
+            unanswered_hist: histo::new_hist(),
             service: with_service.then(histo::new_hist),
             responses: 0,
             ok: 0,
@@ -93,27 +111,61 @@ impl Recorder {
             bytes_read: 0,
             connections_opened: 0,
             missed_sends: 0,
+            in_flight: 0,
+            never_sent: 0,
+            dropped: 0,
             unanswered: 0,
             unanswered_oldest_us: 0,
             timeline: vec![],
+            current: histo::new_bucket_hist(),
+            current_sec: 0,
+            last_p99_us: 0,
         }
     }
 
+    /// The bucket of `now`, creating buckets up to it; a new second stores
+    /// the last one's latencies sparse.
     #[inline]
-    fn bucket(&mut self, now: Instant) -> &mut Bucket {
+    fn bucket(&mut self, now: Instant) -> usize {
         let i = now.saturating_duration_since(self.measure_start).as_secs() as usize;
+        if i > self.current_sec {
+            self.end_second();
+            self.current_sec = i;
+        }
         while self.timeline.len() <= i {
             self.timeline.push(Bucket::new());
         }
-        &mut self.timeline[i]
+        i
+    }
+
+    fn end_second(&mut self) {
+        if self.current.is_empty() {
+            return;
+        }
+        self.last_p99_us = self.current.value_at_quantile(0.99);
+        if let Some(b) = self.timeline.get_mut(self.current_sec) {
+            b.hist = histo::to_sparse(&self.current);
+        }
+        self.current.reset();
+    }
+
+    #[inline]
+    fn record_in_second(&mut self, i: usize, lat: u64) {
+        if i == self.current_sec {
+            histo::record(&mut self.current, lat);
+        } else {
+            // an earlier second (the clock is monotonic, so only by a caller's older `now`)
+            self.timeline[i].hist.push((lat.clamp(histo::LOWEST_US, histo::HIGHEST_US) as u32, 1));
+        }
     }
 
     /// Index of the current second, creating buckets up to it.
     pub fn touch(&mut self, now: Instant, active_connections: u64, active_users: u64) -> usize {
-        let b = self.bucket(now);
+        let i = self.bucket(now);
+        let b = &mut self.timeline[i];
         b.active_connections = active_connections;
         b.active_users = active_users;
-        self.timeline.len() - 1
+        i
     }
 
     /// A response arrived. `latency` is from the intended send time, `service`
@@ -121,7 +173,7 @@ impl Recorder {
     #[inline]
     pub fn response(&mut self, now: Instant, status: u16, latency: Duration, service: Duration) {
         let lat = latency.as_micros() as u64;
-        histo::record(&mut self.latency, lat);
+        histo::record(&mut self.answered, lat);
         if let Some(s) = &mut self.service {
             histo::record(s, service.as_micros() as u64);
         }
@@ -133,9 +185,10 @@ impl Recorder {
         } else {
             self.errors[ErrorClass::Status as usize] += 1;
         }
-        let b = self.bucket(now);
+        let i = self.bucket(now);
+        self.record_in_second(i, lat);
+        let b = &mut self.timeline[i];
         b.completed += 1;
-        histo::record(&mut b.hist, lat);
         if ok {
             b.ok += 1;
         } else {
@@ -146,9 +199,38 @@ impl Recorder {
     /// A request ended without a response.
     pub fn error(&mut self, now: Instant, class: ErrorClass) {
         self.errors[class as usize] += 1;
-        let b = self.bucket(now);
+        let i = self.bucket(now);
+        let b = &mut self.timeline[i];
         b.completed += 1;
         b.errors[class as usize] += 1;
+    }
+
+    /// A request timed out after `latency` (from its intended send time):
+    /// an error, and a latency it took at least.
+    pub fn timeout(&mut self, now: Instant, latency: Duration) {
+        self.error(now, ErrorClass::Timeout);
+        let lat = latency.as_micros() as u64;
+        histo::record(&mut self.unanswered_hist, lat);
+        let i = self.bucket(now);
+        self.record_in_second(i, lat);
+    }
+
+    /// `n` due requests without an answer when the run ended, `age` old.
+    pub fn unserved(&mut self, age: Duration, n: u64) {
+        let us = (age.as_micros() as u64).clamp(histo::LOWEST_US, histo::HIGHEST_US);
+        let _ = self.unanswered_hist.record_n(us, n);
+    }
+
+    /// The run is over: store the last second.
+    pub fn finish(&mut self) {
+        self.end_second();
+    }
+
+    /// Corrected latency of every due request.
+    pub fn latency(&self) -> Hist {
+        let mut h = self.answered.clone();
+        let _ = h.add(&self.unanswered_hist);
+        h
     }
 
     /// Requests that ended (a response of any status, or a transport error).
@@ -156,12 +238,18 @@ impl Recorder {
         self.responses + self.transport_errors()
     }
 
+    /// Every request that was due: ended, in flight at the end, never sent.
+    pub fn due(&self) -> u64 {
+        self.requests() + self.in_flight + self.never_sent + self.dropped
+    }
+
     pub fn transport_errors(&self) -> u64 {
         self.errors.iter().sum::<u64>() - self.errors[ErrorClass::Status as usize]
     }
 
     pub fn merge(&mut self, o: &Recorder) -> Result<(), String> {
-        histo::merge(&mut self.latency, &o.latency)?;
+        histo::merge(&mut self.answered, &o.answered)?;
+        histo::merge(&mut self.unanswered_hist, &o.unanswered_hist)?;
         if let (Some(a), Some(b)) = (&mut self.service, &o.service) {
             histo::merge(a, b)?;
         }
@@ -176,6 +264,9 @@ impl Recorder {
         self.bytes_read += o.bytes_read;
         self.connections_opened += o.connections_opened;
         self.missed_sends += o.missed_sends;
+        self.in_flight += o.in_flight;
+        self.never_sent += o.never_sent;
+        self.dropped += o.dropped;
         self.unanswered += o.unanswered;
         self.unanswered_oldest_us = self.unanswered_oldest_us.max(o.unanswered_oldest_us);
         while self.timeline.len() < o.timeline.len() {
@@ -187,7 +278,7 @@ impl Recorder {
             for i in 0..CLASSES {
                 a.errors[i] += b.errors[i];
             }
-            histo::merge(&mut a.hist, &b.hist)?;
+            a.hist.extend_from_slice(&b.hist);
             a.active_connections += b.active_connections;
             a.active_users += b.active_users;
         }
@@ -207,15 +298,26 @@ mod tests {
         a.response(t0, 200, Duration::from_micros(100), Duration::from_micros(50));
         a.response(t0 + Duration::from_millis(1500), 500, Duration::from_micros(300), Duration::from_micros(300));
         b.error(t0 + Duration::from_millis(2500), ErrorClass::Timeout);
+        b.timeout(t0 + Duration::from_millis(2600), Duration::from_secs(2));
+        b.unserved(Duration::from_secs(3), 4);
+        a.finish();
+        b.finish();
         a.merge(&b).unwrap();
         assert_eq!(a.responses, 2);
         assert_eq!(a.ok, 1);
-        assert_eq!(a.requests(), 3);
+        assert_eq!(a.requests(), 4);
         assert_eq!(a.errors[ErrorClass::Status as usize], 1);
-        assert_eq!(a.errors[ErrorClass::Timeout as usize], 1);
+        assert_eq!(a.errors[ErrorClass::Timeout as usize], 2);
+        assert_eq!(a.answered.len(), 2);
+        assert_eq!(a.latency().len(), 2 + 1 + 4, "answered, timed out, unserved");
+        assert_eq!(a.latency().max(), a.latency().highest_equivalent(3_000_000));
         assert_eq!(a.timeline.len(), 3);
         assert_eq!(a.timeline[1].errors[ErrorClass::Status as usize], 1);
-        assert_eq!(a.timeline[2].completed, 1);
+        assert_eq!(a.timeline[2].completed, 2);
+        let mut h = histo::new_bucket_hist();
+        histo::add_sparse(&mut h, &a.timeline[2].hist);
+        assert_eq!(h.len(), 1, "the timed-out request in its second");
+        assert!(h.value_at_quantile(0.5) >= 1_990_000);
         assert_eq!(a.service.as_ref().unwrap().len(), 2);
     }
 }

@@ -18,6 +18,8 @@ pub struct RunResult {
     /// Measured time in seconds (warm-up excluded).
     pub duration_s: f64,
     pub rec: Recorder,
+    /// A signal ended the run early.
+    pub interrupted: bool,
 }
 
 #[derive(Debug)]
@@ -78,6 +80,7 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
                 seed: a.seed,
                 quantum: cfg.send_quantum,
                 pool_max: share(a.max_connections as u64, threads, tid) as usize,
+                max_backlog: share(a.max_backlog as u64, threads, tid) as usize,
             });
             spawn(plan, shared, tid, budget, model)
         }
@@ -134,5 +137,7 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let rec = merged.ok_or_else(|| RunError::Fatal("no worker results".into()))?;
     let end = plan.end.map_or(finished, |e| e.min(finished));
     let duration_s = end.saturating_duration_since(plan.measure_start).as_secs_f64();
-    Ok(RunResult { started_at, duration_s, rec })
+    // a signal after the planned end interrupted nothing
+    let interrupted = crate::signals::interrupted() && plan.end.is_none_or(|e| finished < e);
+    Ok(RunResult { started_at, duration_s, rec, interrupted })
 }

@@ -5,6 +5,7 @@ use crate::models::{seed_for, Model};
 use crate::net::{Net, Plan};
 use crate::progress::Shared;
 use crate::record::Recorder;
+use crate::signals;
 use crate::timer::TimerFd;
 use mio::{Events, Poll, Token};
 use rand::SeedableRng;
@@ -42,7 +43,7 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
     let mut second = usize::MAX;
     loop {
         let now = Instant::now();
-        if plan.end.is_some_and(|e| now >= e) {
+        if plan.end.is_some_and(|e| now >= e) || signals::interrupted() {
             break;
         }
         if net.budget == Some(0) && net.inflight_total == 0 && model.queued() == 0 {
@@ -62,8 +63,7 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
         let sec = net.rec.touch(now, net.active_conns, model.active_users());
         if sec != second {
             if sec > 0 && second != usize::MAX {
-                let p99 = net.rec.timeline[sec - 1].hist.value_at_quantile(0.99);
-                shared.p99_us[tid].store(p99, Ordering::Relaxed);
+                shared.p99_us[tid].store(net.rec.last_p99_us, Ordering::Relaxed);
             }
             second = sec;
         }
@@ -100,9 +100,13 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
             net.flush_dirty(&mut model, now);
         }
     }
-    let end = Instant::now();
-    net.count_unanswered(end);
+    // the run's end: responses after the planned end are not part of it
+    let now = Instant::now();
+    let end = plan.end.map_or(now, |e| e.min(now));
+    model.catch_up(&mut net, end);
+    net.end_of_run(end);
     model.finish(&mut net.rec, end);
+    net.rec.finish();
     publish(shared, tid, &net.rec);
     // sockets close as `net` drops
     Ok(net.rec)

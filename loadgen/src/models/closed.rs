@@ -1,22 +1,24 @@
 //! Closed load: a fixed set of connections, each with `pipeline` requests in
 //! flight; a response sends the next request on the same connection.
 
-use super::{Io, Model};
-use std::time::Instant;
+use super::{Backoff, Io, Model};
+use crate::record::ErrorClass;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
 
 pub struct Closed {
     connections: usize,
     pipeline: usize,
-    /// Connections to (re)open on the next tick.
-    restart: Vec<usize>,
-    /// `restart` of the previous tick, kept for its allocation.
-    spare: Vec<usize>,
+    /// Connections to (re)open and when, soonest first.
+    restart: BinaryHeap<Reverse<(Instant, usize)>>,
+    backoff: Backoff,
 }
 
 impl Closed {
     /// `connections`: this thread's share.
     pub fn new(connections: usize, pipeline: usize) -> Closed {
-        Closed { connections, pipeline, restart: Vec::new(), spare: Vec::new() }
+        Closed { connections, pipeline, restart: BinaryHeap::new(), backoff: Backoff::default() }
     }
 
     fn start_conn<I: Io>(&mut self, io: &mut I, i: usize, now: Instant) {
@@ -25,7 +27,8 @@ impl Closed {
             if m {
                 io.connect_error(now);
             }
-            self.restart.push(i);
+            let wait = self.backoff.failed(i, ErrorClass::Connect);
+            self.restart.push(Reverse((now + wait, i)));
             return;
         }
         io.send(i, now, now, m);
@@ -47,25 +50,24 @@ impl Model for Closed {
     }
 
     fn tick<I: Io>(&mut self, io: &mut I, now: Instant) {
-        if self.restart.is_empty() {
-            return;
-        }
-        // connections that fail again now wait for the next tick
-        let list = std::mem::replace(&mut self.restart, std::mem::take(&mut self.spare));
-        for &i in &list {
+        // a connect that fails again is pushed at least Backoff::FIRST later
+        while let Some(&Reverse((t, i))) = self.restart.peek() {
+            if t > now {
+                break;
+            }
+            self.restart.pop();
             if !io.is_open(i) {
                 self.start_conn(io, i, now);
             }
         }
-        self.spare = list;
-        self.spare.clear();
     }
 
-    fn wake_at(&self, now: Instant) -> Option<Instant> {
-        (!self.restart.is_empty()).then_some(now)
+    fn wake_at(&self, _now: Instant) -> Option<Instant> {
+        self.restart.peek().map(|Reverse((t, _))| *t)
     }
 
     fn on_response<I: Io>(&mut self, io: &mut I, i: usize, now: Instant, reuse: bool) -> bool {
+        self.backoff.answered(i);
         if reuse {
             if let Some(m) = io.take(now) {
                 io.send(i, now, now, m);
@@ -75,13 +77,14 @@ impl Model for Closed {
         // requests pipelined behind this one fail when the server closes
         if io.in_flight(i) == 0 {
             io.close(i);
-            self.restart.push(i);
+            self.restart.push(Reverse((now, i)));
         }
         false
     }
 
-    fn on_closed<I: Io>(&mut self, _io: &mut I, i: usize, _now: Instant, _failed: bool) {
-        self.restart.push(i);
+    fn on_closed<I: Io>(&mut self, _io: &mut I, i: usize, now: Instant, failure: Option<ErrorClass>) {
+        let wait = failure.map_or(Duration::ZERO, |c| self.backoff.failed(i, c));
+        self.restart.push(Reverse((now + wait, i)));
     }
 
     fn exhausted(&self, _now: Instant) -> bool {
@@ -120,28 +123,39 @@ mod tests {
         io.answer(0);
         assert!(!m.on_response(&mut io, 0, t0, false));
         assert_eq!(io.calls.last(), Some(&Call::Close(0)));
-        assert_eq!(m.wake_at(t0), Some(t0));
+        assert_eq!(m.wake_at(t0), Some(t0), "at once");
         m.tick(&mut io, t0);
         assert_eq!(io.calls[io.calls.len() - 2..], [Call::Connect(0), Call::Send(0)]);
-        // a failure: reconnect too; the budget of 3 ends it
+        // a reset: reconnect after a back-off; the budget of 3 ends it
+        let ms = Duration::from_millis(1);
         io.open[0] = false;
         io.in_flight[0] = 0;
-        m.on_closed(&mut io, 0, t0, true);
-        m.tick(&mut io, t0);
-        m.on_closed(&mut io, 0, t0, true);
+        m.on_closed(&mut io, 0, t0, Some(ErrorClass::Read));
+        assert_eq!(m.wake_at(t0), Some(t0 + ms * 10));
+        m.tick(&mut io, t0 + ms * 9);
+        assert_eq!(io.sends().len(), 2, "not before the back-off");
+        m.tick(&mut io, t0 + ms * 10);
+        assert_eq!(io.sends().len(), 3);
         io.open[0] = false;
-        m.tick(&mut io, t0);
+        m.on_closed(&mut io, 0, t0 + ms * 10, None);
+        m.tick(&mut io, t0 + ms * 10);
         assert_eq!(io.sends().len(), 3);
     }
 
     #[test]
-    fn a_refused_connect_is_an_error_and_retried() {
+    fn a_refused_connect_is_an_error_and_retried_with_back_off() {
         let t0 = Instant::now();
         let mut io = FakeIo { refuse: true, ..FakeIo::default() };
         let mut m = Closed::new(1, 1);
         m.start(&mut io, t0);
         assert_eq!(io.calls, vec![Call::Connect(0), Call::ConnectError]);
-        m.tick(&mut io, t0);
-        assert_eq!(io.calls.len(), 4, "retried on the next tick");
+        // one second of a refusing server: 10 + 20 + 40 + … ms apart, not a busy loop
+        let mut t = t0;
+        while t < t0 + Duration::from_secs(1) {
+            m.tick(&mut io, t);
+            t = m.wake_at(t).unwrap();
+        }
+        let errors = io.calls.iter().filter(|c| **c == Call::ConnectError).count();
+        assert_eq!(errors, 7, "at 0, 10, 30, 70, 150, 310 and 630 ms");
     }
 }

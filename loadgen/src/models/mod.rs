@@ -8,8 +8,8 @@ pub mod closed;
 pub mod open;
 pub mod sessions;
 
-use crate::record::Recorder;
-use std::time::Instant;
+use crate::record::{ErrorClass, Recorder};
+use std::time::{Duration, Instant};
 
 pub use closed::Closed;
 pub use open::Open;
@@ -54,9 +54,9 @@ pub trait Model {
     /// another. Returns false when `i` is not to be read further now.
     fn on_response<I: Io>(&mut self, io: &mut I, i: usize, now: Instant, reuse: bool) -> bool;
     /// Connection `i` is gone without the model asking: the server closed it
-    /// between responses (`failed` false), or it failed and the machinery
-    /// counted its requests as errors.
-    fn on_closed<I: Io>(&mut self, io: &mut I, i: usize, now: Instant, failed: bool);
+    /// between responses (`failure` None), or it failed and the machinery
+    /// counted its requests as errors of that class.
+    fn on_closed<I: Io>(&mut self, io: &mut I, i: usize, now: Instant, failure: Option<ErrorClass>);
     /// Requests due but not yet on a connection.
     fn queued(&self) -> usize {
         0
@@ -67,8 +67,47 @@ pub trait Model {
     fn active_users(&self) -> u64 {
         0
     }
+    /// The run ended at `end`: whatever became due since the last tick is
+    /// queued (not sent), so that it counts.
+    fn catch_up<I: Io>(&mut self, _io: &mut I, _end: Instant) {}
     /// The run ended at `end`: add the model's own counts to `rec`.
     fn finish(&mut self, _rec: &mut Recorder, _end: Instant) {}
+}
+
+/// Per-connection reconnect back-off. A connection refused, reset or cut
+/// before its response waits 10 ms, then 20 ms, … up to 1 s before it tries
+/// again, so an error count measures the server rather than how fast the
+/// client retries. A response starts it over.
+#[derive(Default)]
+pub struct Backoff {
+    /// Consecutive failures per slot.
+    failures: Vec<u8>,
+}
+
+impl Backoff {
+    pub const FIRST: Duration = Duration::from_millis(10);
+    pub const MAX: Duration = Duration::from_secs(1);
+
+    /// How long slot `i` waits after a failure of `class`: zero for failures
+    /// that are not refusals or resets (a timeout, a malformed response).
+    pub fn failed(&mut self, i: usize, class: ErrorClass) -> Duration {
+        if !matches!(class, ErrorClass::Connect | ErrorClass::Read | ErrorClass::Write) {
+            return Duration::ZERO;
+        }
+        if self.failures.len() <= i {
+            self.failures.resize(i + 1, 0);
+        }
+        let k = self.failures[i];
+        self.failures[i] = k.saturating_add(1);
+        Self::FIRST.saturating_mul(1 << k.min(16)).min(Self::MAX)
+    }
+
+    #[inline]
+    pub fn answered(&mut self, i: usize) {
+        if let Some(k) = self.failures.get_mut(i) {
+            *k = 0;
+        }
+    }
 }
 
 /// This thread's share of `total` when split over `threads`.
@@ -80,6 +119,23 @@ pub fn share(total: u64, threads: usize, tid: usize) -> u64 {
 /// A seed for thread `tid`'s stream `stream` of random numbers.
 pub fn seed_for(seed: u64, tid: usize, stream: u64) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(tid as u64) ^ stream
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_bound_and_resets_on_an_answer() {
+        let mut b = Backoff::default();
+        let ms = Duration::from_millis;
+        let waits: Vec<Duration> = (0..9).map(|_| b.failed(3, ErrorClass::Connect)).collect();
+        assert_eq!(waits[..4], [ms(10), ms(20), ms(40), ms(80)]);
+        assert_eq!(waits[8], ms(1000));
+        assert_eq!(b.failed(0, ErrorClass::Timeout), Duration::ZERO, "a timeout is not a refusal");
+        b.answered(3);
+        assert_eq!(b.failed(3, ErrorClass::Read), ms(10));
+    }
 }
 
 #[cfg(test)]

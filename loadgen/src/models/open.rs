@@ -2,9 +2,12 @@
 //! (constant or Poisson spacing, ramps from `--stages`). A due request goes on
 //! an idle connection, or a new one while the pool has room; otherwise it
 //! waits in the backlog, and its latency still counts from when it was due.
+//! The backlog is bounded (`--max-backlog`): requests due while it is full are
+//! dropped, counted, and at the end recorded at their age, as are those still
+//! waiting — every due request is in the corrected histogram.
 
 use super::{seed_for, Io, Model};
-use crate::record::Recorder;
+use crate::record::{ErrorClass, Recorder};
 use crate::schedule::Schedule;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp1};
@@ -32,8 +35,14 @@ pub struct Open {
     is_idle: Vec<bool>,
     /// Closed slots to reuse before adding new ones.
     free: Vec<usize>,
-    /// Due requests waiting for a connection: (intended, counted as missed).
-    backlog: VecDeque<(Instant, bool)>,
+    /// Due requests waiting for a connection, oldest first.
+    backlog: VecDeque<Instant>,
+    /// The first `counted` of them are already counted in `missed_sends`.
+    counted: usize,
+    max_backlog: usize,
+    /// Measured requests dropped, as (10 ms slot since `start`, count) runs:
+    /// their age at the end to 10 ms, in bounded memory.
+    dropped: Vec<(u32, u32)>,
     next_n: f64,
     next_due: Option<Instant>,
     /// When a tick last sent something.
@@ -54,7 +63,11 @@ pub struct OpenPlan {
     pub quantum: Duration,
     /// This thread's share of --max-connections.
     pub pool_max: usize,
+    /// This thread's share of --max-backlog.
+    pub max_backlog: usize,
 }
+
+const DROP_SLOT: Duration = Duration::from_millis(10);
 
 impl Open {
     pub fn new(p: OpenPlan) -> Open {
@@ -73,6 +86,9 @@ impl Open {
             is_idle: Vec::new(),
             free: Vec::new(),
             backlog: VecDeque::new(),
+            counted: 0,
+            max_backlog: p.max_backlog.max(1),
+            dropped: Vec::new(),
             next_n: 0.0,
             next_due: None,
             last_send: None,
@@ -108,6 +124,41 @@ impl Open {
         None
     }
 
+    fn pop_front(&mut self) {
+        self.backlog.pop_front();
+        self.counted = self.counted.saturating_sub(1);
+    }
+
+    /// A measured request due while the backlog is full: never sent.
+    fn drop_request(&mut self, due: Instant) {
+        self.missed_sends += 1;
+        let slot = (due.saturating_duration_since(self.start).as_millis() / DROP_SLOT.as_millis()) as u32;
+        match self.dropped.last_mut() {
+            Some((s, n)) if *s == slot => *n += 1,
+            _ => self.dropped.push((slot, 1)),
+        }
+    }
+
+    /// Move the requests due by `now` into the backlog (or drop them when it is full).
+    fn enqueue_due<I: Io>(&mut self, io: &mut I, now: Instant) {
+        while let Some(due) = self.next_due {
+            if due > now {
+                break;
+            }
+            if io.take(due).is_none() {
+                self.next_due = None;
+                break;
+            }
+            if self.backlog.len() < self.max_backlog {
+                self.backlog.push_back(due);
+            } else if due >= self.measure_start {
+                self.drop_request(due);
+            }
+            self.next_n += if self.poisson { self.exp_step() } else { self.threads };
+            self.next_due = self.due_of(self.next_n);
+        }
+    }
+
     fn slot_gone(&mut self, i: usize) {
         self.is_idle[i] = false;
         self.pool -= 1;
@@ -121,19 +172,8 @@ impl Model for Open {
     fn start<I: Io>(&mut self, _io: &mut I, _now: Instant) {}
 
     fn tick<I: Io>(&mut self, io: &mut I, now: Instant) {
-        while let Some(due) = self.next_due {
-            if due > now {
-                break;
-            }
-            if io.take(due).is_none() {
-                self.next_due = None;
-                break;
-            }
-            self.backlog.push_back((due, false));
-            self.next_n += if self.poisson { self.exp_step() } else { self.threads };
-            self.next_due = self.due_of(self.next_n);
-        }
-        while let Some(&(intended, _)) = self.backlog.front() {
+        self.enqueue_due(io, now);
+        while let Some(&intended) = self.backlog.front() {
             let measured = intended >= self.measure_start;
             let i = match self.pop_idle() {
                 Some(i) => i,
@@ -144,7 +184,7 @@ impl Model for Open {
                     });
                     self.pool += 1;
                     if !io.connect(i, now) {
-                        self.backlog.pop_front();
+                        self.pop_front();
                         if measured {
                             io.connect_error(now);
                         }
@@ -156,20 +196,14 @@ impl Model for Open {
                 }
                 None => break,
             };
-            self.backlog.pop_front();
+            self.pop_front();
             io.send(i, intended, now, measured);
             self.last_send = Some(now);
         }
         // requests still waiting for a connection were not sent on schedule
-        for e in self.backlog.iter_mut().rev() {
-            if e.1 {
-                break;
-            }
-            e.1 = true;
-            if e.0 >= self.measure_start {
-                self.missed_sends += 1;
-            }
-        }
+        let fresh = self.backlog.range(self.counted..).filter(|&&t| t >= self.measure_start).count();
+        self.missed_sends += fresh as u64;
+        self.counted = self.backlog.len();
     }
 
     fn wake_at(&self, _now: Instant) -> Option<Instant> {
@@ -196,7 +230,7 @@ impl Model for Open {
         true
     }
 
-    fn on_closed<I: Io>(&mut self, _io: &mut I, i: usize, _now: Instant, _failed: bool) {
+    fn on_closed<I: Io>(&mut self, _io: &mut I, i: usize, _now: Instant, _failure: Option<ErrorClass>) {
         self.slot_gone(i);
     }
 
@@ -208,8 +242,26 @@ impl Model for Open {
         self.next_due.is_none() && self.backlog.is_empty()
     }
 
-    fn finish(&mut self, rec: &mut Recorder, _end: Instant) {
+    fn catch_up<I: Io>(&mut self, io: &mut I, end: Instant) {
+        let before = self.backlog.len();
+        self.enqueue_due(io, end);
+        let late = self.backlog.range(before..).filter(|&&t| t >= self.measure_start).count();
+        self.missed_sends += late as u64;
+        self.counted = self.backlog.len();
+    }
+
+    fn finish(&mut self, rec: &mut Recorder, end: Instant) {
         rec.missed_sends += self.missed_sends;
+        for &t in self.backlog.iter().filter(|&&t| t >= self.measure_start) {
+            rec.never_sent += 1;
+            rec.unserved(end.saturating_duration_since(t), 1);
+        }
+        for &(slot, n) in &self.dropped {
+            // the middle of its 10 ms slot
+            let t = self.start + DROP_SLOT * slot + DROP_SLOT / 2;
+            rec.dropped += n as u64;
+            rec.unserved(end.saturating_duration_since(t), n as u64);
+        }
     }
 }
 
@@ -230,6 +282,7 @@ mod tests {
             seed: 1,
             quantum: Duration::from_micros(50),
             pool_max,
+            max_backlog: 1000,
         }
     }
 
@@ -272,6 +325,31 @@ mod tests {
         let mut rec = Recorder::new(t0, true);
         m.finish(&mut rec, t0 + ms * 5);
         assert_eq!(rec.missed_sends, 4, "due at 2, 3, 4 and 5 ms, all late");
+        assert_eq!(rec.never_sent, 3, "due at 3, 4 and 5 ms, still waiting at the end");
+        assert_eq!(rec.unanswered_hist.len(), 3);
+        assert_eq!(rec.unanswered_hist.max(), rec.unanswered_hist.highest_equivalent(2000), "the oldest was due 2 ms before the end");
+    }
+
+    #[test]
+    fn a_full_backlog_drops_and_counts_every_due_request() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut io = FakeIo::default();
+        let mut p = plan(1000.0, 1, t0);
+        p.max_backlog = 5;
+        let mut m = Open::new(p);
+        // a stalled server: one request out, 5 waiting, the rest of the 100 due dropped
+        for k in 0..100 {
+            m.tick(&mut io, t0 + ms * k);
+        }
+        assert_eq!(io.sends().len(), 1);
+        assert_eq!(m.queued(), 5);
+        let mut rec = Recorder::new(t0, true);
+        m.finish(&mut rec, t0 + ms * 100);
+        assert_eq!((rec.never_sent, rec.dropped, rec.missed_sends), (5, 94, 99));
+        assert_eq!(rec.unanswered_hist.len(), 99, "each at its age");
+        let median = rec.unanswered_hist.value_at_quantile(0.5);
+        assert!((40_000..=60_000).contains(&median), "dropped due 6..99 ms, median age {median} µs");
     }
 
     #[test]
@@ -281,7 +359,7 @@ mod tests {
         let mut m = Open::new(plan(1000.0, 1, t0));
         m.tick(&mut io, t0);
         io.open[0] = false;
-        m.on_closed(&mut io, 0, t0, true);
+        m.on_closed(&mut io, 0, t0, Some(ErrorClass::Read));
         m.tick(&mut io, t0 + Duration::from_millis(1));
         assert_eq!(io.calls[2..], [Call::Connect(0), Call::Send(0)], "slot 0 reused");
     }

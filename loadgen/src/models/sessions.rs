@@ -3,7 +3,8 @@
 //! a request, waits for the response, thinks, and sends the next; after
 //! `--session-requests` it closes, and with `--loop-sessions` starts again.
 
-use super::{seed_for, Io, Model};
+use super::{seed_for, Backoff, Io, Model};
+use crate::record::ErrorClass;
 use crate::schedule::Schedule;
 use crate::units::Think;
 use rand::SeedableRng;
@@ -53,16 +54,18 @@ pub struct Sessions {
     /// Users 0..local are wanted now.
     local: usize,
     active: u64,
+    backoff: Backoff,
 }
 
-/// A user whose connection failed tries again after at least this long, so a
-/// refusing server does not become a busy loop.
-const RETRY_AFTER: Duration = Duration::from_millis(10);
+/// A user whose connection failed tries again after a think time, and at
+/// least this long (a timeout, a malformed response) or its back-off (a
+/// refusal, a reset), so a failing server does not become a busy loop.
+const RETRY_AFTER: Duration = Backoff::FIRST;
 
 impl Sessions {
     pub fn new(p: SessionsPlan) -> Sessions {
         let rng = Pcg64Mcg::seed_from_u64(seed_for(p.seed, p.tid, 0x7417_7417_7417_7417));
-        Sessions { p, rng, users: Vec::new(), timers: BinaryHeap::new(), local: 0, active: 0 }
+        Sessions { p, rng, users: Vec::new(), timers: BinaryHeap::new(), local: 0, active: 0, backoff: Backoff::default() }
     }
 
     /// User `j` sends its next request, connecting first if needed.
@@ -73,7 +76,7 @@ impl Sessions {
             if m {
                 io.connect_error(now);
             }
-            self.failed(j, now);
+            self.failed(j, now, ErrorClass::Connect);
             return;
         }
         io.send(j, now, now, m);
@@ -81,13 +84,14 @@ impl Sessions {
 
     /// User `j`'s connection failed: retry after a think time, or give up when
     /// its session has a fixed length.
-    fn failed(&mut self, j: usize, now: Instant) {
+    fn failed(&mut self, j: usize, now: Instant, class: ErrorClass) {
         let u = &mut self.users[j];
         if !matches!(u.state, State::Active | State::Thinking) {
             return;
         }
         if self.p.loop_sessions || self.p.session_requests.is_none() {
-            let d = self.p.think.sample(&mut self.rng).max(RETRY_AFTER);
+            let wait = self.backoff.failed(j, class).max(RETRY_AFTER);
+            let d = self.p.think.sample(&mut self.rng).max(wait);
             u.state = State::Thinking;
             u.sent = 0;
             self.timers.push(Reverse((now + d, j, u.generation)));
@@ -156,6 +160,7 @@ impl Model for Sessions {
     }
 
     fn on_response<I: Io>(&mut self, io: &mut I, j: usize, now: Instant, reuse: bool) -> bool {
+        self.backoff.answered(j);
         let u = &mut self.users[j];
         u.sent += 1;
         let finished = self.p.session_requests.is_some_and(|k| u.sent >= k);
@@ -182,10 +187,10 @@ impl Model for Sessions {
         !gone && io.is_open(j)
     }
 
-    fn on_closed<I: Io>(&mut self, _io: &mut I, j: usize, now: Instant, failed: bool) {
+    fn on_closed<I: Io>(&mut self, _io: &mut I, j: usize, now: Instant, failure: Option<ErrorClass>) {
         // a server that closes between requests: the user reconnects for its next one
-        if failed {
-            self.failed(j, now);
+        if let Some(class) = failure {
+            self.failed(j, now, class);
         }
     }
 
@@ -258,7 +263,7 @@ mod tests {
         assert_eq!(io.sends(), vec![0, 1]);
         // user 1's connection fails: it tries again no sooner than 10 ms later
         io.open[1] = false;
-        m.on_closed(&mut io, 1, t0, true);
+        m.on_closed(&mut io, 1, t0, Some(ErrorClass::Read));
         m.tick(&mut io, t0 + Duration::from_millis(9));
         assert_eq!(io.sends(), vec![0, 1]);
         m.tick(&mut io, t0 + Duration::from_millis(10));
