@@ -1,8 +1,9 @@
 //! HTTP/1.1 pieces common to the rows that speak it by hand (rust-threadpool
 //! over blocking std::net, rust-tokio over tokio with httparse): routing by
 //! SPEC's endpoint table, the header fields that decide framing and
-//! keep-alive, and the response head. Reading and writing sockets stays in
-//! each row. rust-actix leaves all of this to actix-web.
+//! keep-alive, and the response head (with the cached `Date` of
+//! `crate::date`). Reading and writing sockets stays in each row. rust-actix
+//! leaves all of this to actix-web; rust-async-std writes its own head.
 
 use std::io::Write;
 
@@ -51,9 +52,15 @@ impl Response {
     }
 
     /// Appends the whole response to `out`, formatted straight into it (no
-    /// intermediate String). `Connection` is written only where it differs
-    /// from the version's default: close on 1.1, keep-alive on 1.0.
+    /// intermediate String), with the `Date` of this second (`date::now`, a
+    /// cached value). `Connection` is written only where it differs from the
+    /// version's default: close on 1.1, keep-alive on 1.0.
     pub fn write_to(&self, out: &mut Vec<u8>, keep_alive: bool, http10: bool) {
+        self.write_dated(out, keep_alive, http10, &crate::date::now());
+    }
+
+    /// `write_to` with a given `Date` value.
+    pub fn write_dated(&self, out: &mut Vec<u8>, keep_alive: bool, http10: bool, date: &[u8; crate::date::LEN]) {
         // Writing to a Vec cannot fail.
         let _ = write!(
             out,
@@ -63,6 +70,9 @@ impl Response {
             self.content_type,
             self.body.len()
         );
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(date);
+        out.extend_from_slice(b"\r\n");
         if let Some(allow) = self.allow {
             let _ = write!(out, "Allow: {allow}\r\n");
         }
@@ -194,21 +204,41 @@ mod tests {
         h.finish(http10)
     }
 
+    const DATE: &[u8; crate::date::LEN] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
     #[test]
     fn response_head() {
         let mut out = Vec::new();
-        Response::text(200, "hi").write_to(&mut out, true, false);
-        assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi");
+        Response::text(200, "hi").write_dated(&mut out, true, false, DATE);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\
+             Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nhi"
+        );
         out.clear();
         let mut r = Response::error(405);
         r.allow = Some("GET");
-        r.write_to(&mut out, false, false);
+        r.write_dated(&mut out, false, false, DATE);
         let want = "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\
-                    Allow: GET\r\nConnection: close\r\n\r\nMethod Not Allowed";
+                    Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nAllow: GET\r\nConnection: close\r\n\r\nMethod Not Allowed";
         assert_eq!(String::from_utf8(out.clone()).unwrap(), want);
         out.clear();
-        Response::new(200, "application/octet-stream", vec![]).write_to(&mut out, true, true);
-        assert!(out.ends_with(b"Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"));
+        Response::new(200, "application/octet-stream", vec![]).write_dated(&mut out, true, true, DATE);
+        assert!(out.ends_with(b"GMT\r\nConnection: keep-alive\r\n\r\n"));
+    }
+
+    #[test]
+    fn write_to_dates_with_the_current_second() {
+        let unix_now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let mut out = Vec::new();
+        let before = unix_now();
+        Response::text(200, "hi").write_to(&mut out, true, false);
+        let after = unix_now();
+        let text = String::from_utf8(out).unwrap();
+        let date = text.lines().find_map(|l| l.strip_prefix("Date: ")).expect("a Date field");
+        let date: &[u8; crate::date::LEN] = date.as_bytes().try_into().unwrap();
+        assert!(*date == crate::date::imf_fixdate(before) || *date == crate::date::imf_fixdate(after));
+        assert_eq!(text.matches("Date: ").count(), 1);
     }
 
     #[test]

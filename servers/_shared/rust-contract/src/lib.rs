@@ -1,7 +1,8 @@
 //! What SPEC.md asks of every Rust row, written once instead of three times:
 //! the environment the harness passes (`Env`), the `/delay` and `/tenth`
-//! query rules (`Delay`, `Tenth`), and in `http` the pieces of HTTP/1.1 that
-//! the two hand-written rows (rust-threadpool, rust-tokio) share.
+//! query rules (`Delay`, `Tenth`), in `http` the pieces of HTTP/1.1 that
+//! the two hand-written rows (rust-threadpool, rust-tokio) share, and in `date`
+//! the `Date` header value (IMF-fixdate, formatted at most once a second).
 //!
 //! std only, because rust-threadpool is a std-only row. How a row waits,
 //! reads and writes (its concurrency model) stays in the row: this crate only
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub mod date;
 pub mod http;
 
 /// Largest request body (`POST /echo`) and `/delay` body: 1 MiB.
