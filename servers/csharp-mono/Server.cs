@@ -2,9 +2,9 @@
 // (Mono's System.Net.HttpListener was tried first: it drops pipelined requests that
 // arrive behind one still being answered, and answers 400 "Invalid host" to any Host
 // header that does not match its prefix, so it cannot meet SPEC.md.)
-// Every connection is an async loop; its continuations run on the thread pool, whose
-// worker threads $WORKERS sets (minimum and maximum). /delay awaits Task.Delay, so a
-// waiting request holds no thread.
+// The main thread accepts; every connection is an async loop whose continuations run on
+// the thread pool, whose worker threads $WORKERS sets (minimum and maximum). /delay awaits
+// Task.Delay, so a waiting request holds no thread.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -179,15 +179,10 @@ static class Server
             return 1;
         }
         Console.WriteLine("csharp-mono listening on " + host + ":" + portText + " (" + workers + " pool threads)");
-        AcceptLoop(listener).Wait();
-        return 0;
-    }
-
-    static async Task AcceptLoop(TcpListener listener)
-    {
+        // The main thread only accepts (blocking); each connection's async loop runs on the pool.
         while (true)
         {
-            TcpClient client = await listener.AcceptTcpClientAsync();
+            TcpClient client = listener.AcceptTcpClient();
             _ = Task.Run(() => Serve(client)); // not awaited: accept the next one at once
         }
     }
