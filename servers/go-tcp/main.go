@@ -338,6 +338,8 @@ func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bo
 	w.WriteString(ctype)
 	w.WriteString("\r\nContent-Length: ")
 	w.WriteString(strconv.Itoa(n))
+	w.WriteString("\r\nDate: ")
+	w.Write(gocontract.HTTPDate()) // formatted once a second, shared
 	switch {
 	case !keep:
 		w.WriteString("\r\nConnection: close")

@@ -1,7 +1,8 @@
 // Package gocontract is what SPEC.md fixes for both Go rows (go-tcp, go-nethttp),
 // written once instead of twice: the settings the harness passes and the bind, the
-// limits, the /json body, the /delay and /tenth query rules and bodies, and the
-// process-wide /tenth counter.
+// limits, the /json body, the /delay and /tenth query rules and bodies, the
+// process-wide /tenth counter, and the cached Date value for the row that writes its
+// own response head (go-tcp; net/http adds its own).
 //
 // std only (a local module: offline, no go.sum). Nothing here accepts, serves a
 // connection or waits: that is each row's concurrency model and stays in the row;
@@ -79,6 +80,36 @@ func HelloJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Message string `json:"message"`
 	}{"Hello, World!"})
+}
+
+// imfFixdate is the layout of SPEC.md's Date value (RFC 9110 §5.6.7), as net/http's
+// TimeFormat; written out so that go-tcp does not link net/http for it.
+const imfFixdate = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// dateStamp is one second's Date value.
+type dateStamp struct {
+	unix  int64
+	value []byte // IMF-fixdate of unix, shared read-only by every goroutine
+}
+
+var date atomic.Pointer[dateStamp]
+
+// HTTPDate is the Date value (IMF-fixdate) of the current second. It is formatted
+// at most once a second, by the first caller in a new second (two callers racing
+// at the turn both format it, harmlessly); everyone else gets the same slice, which
+// must not be modified. No allocation per request.
+func HTTPDate() []byte {
+	return dateAt(time.Now())
+}
+
+func dateAt(now time.Time) []byte {
+	sec := now.Unix()
+	if d := date.Load(); d != nil && d.unix == sec {
+		return d.value
+	}
+	d := &dateStamp{sec, time.Unix(sec, 0).UTC().AppendFormat(make([]byte, 0, 29), imfFixdate)}
+	date.Store(d)
+	return d.value
 }
 
 // Delay applies the rules of GET /delay?ms=N&bytes=B to a raw query string: how

@@ -137,3 +137,37 @@ func TestListen(t *testing.T) {
 		t.Errorf("bind failure: %v, stderr %q", err, stderr.String())
 	}
 }
+
+func TestHTTPDate(t *testing.T) {
+	for unix, want := range map[int64]string{
+		0:          "Thu, 01 Jan 1970 00:00:00 GMT",
+		784111777:  "Sun, 06 Nov 1994 08:49:37 GMT", // RFC 9110's example
+		951782400:  "Tue, 29 Feb 2000 00:00:00 GMT",
+		1700000000: "Tue, 14 Nov 2023 22:13:20 GMT",
+	} {
+		// A local zone must not leak into the value.
+		if got := string(dateAt(time.Unix(unix, 5e8).In(time.FixedZone("X", 5*3600)))); got != want {
+			t.Errorf("%d: got %q, want %q", unix, got, want)
+		}
+	}
+
+	// Within one second every caller gets the same formatted bytes, without allocating.
+	now := time.Unix(1700000000, 0)
+	a := dateAt(now)
+	if b := dateAt(now.Add(999 * time.Millisecond)); &a[0] != &b[0] {
+		t.Error("formatted again within the same second")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { dateAt(now) }); allocs != 0 {
+		t.Errorf("%v allocations per call within a second", allocs)
+	}
+	if got := string(dateAt(now.Add(time.Second))); got != "Tue, 14 Nov 2023 22:13:21 GMT" {
+		t.Errorf("next second: got %q", got)
+	}
+
+	// HTTPDate is the current second (or the next, at a turn).
+	before := time.Now().Unix()
+	got := string(HTTPDate())
+	if got != string(dateAt(time.Unix(before, 0))) && got != string(dateAt(time.Unix(before+1, 0))) {
+		t.Errorf("HTTPDate() = %q at %d", got, before)
+	}
+}
