@@ -37,12 +37,13 @@ final class Response {
         return !headRequest && len > 0;
     }
 
-    /** Status line and header fields, ISO-8859-1. */
+    /** Status line and header fields, ISO-8859-1; Date is this second's cached {@link HttpDate}. */
     byte[] head() {
-        StringBuilder sb = new StringBuilder(128)
+        StringBuilder sb = new StringBuilder(192)
                 .append("HTTP/1.1 ").append(status).append(' ').append(reason(status))
                 .append("\r\nContent-Type: ").append(type)
                 .append("\r\nContent-Length: ").append(len)
+                .append("\r\nDate: ").append(HttpDate.now())
                 .append(extraHeaders);
         if (!keepAlive) sb.append("\r\nConnection: close");
         else if (http10) sb.append("\r\nConnection: keep-alive");

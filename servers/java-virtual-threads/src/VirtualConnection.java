@@ -9,7 +9,7 @@ import java.nio.ByteBuffer;
  * One HTTP/1.1 connection on its own virtual thread, in plain blocking style: read
  * until the shared {@link RequestParser} has a request, answer it with the shared
  * {@link Routes} (sleeping for /delay and /tenth), repeat until the client closes or
- * asks to. Every response gets the cached {@link HttpDate}.
+ * asks to. The shared {@link Response} carries the cached Date.
  */
 final class VirtualConnection implements Runnable {
     private final Socket socket;
@@ -88,7 +88,6 @@ final class VirtualConnection implements Runnable {
     }
 
     private void write(Response r) throws IOException {
-        r.extraHeaders += "\r\nDate: " + HttpDate.now();
         byte[] head = r.head();
         write(head, 0, head.length);
         if (r.sendBody()) write(r.body, r.off, r.len);
