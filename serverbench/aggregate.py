@@ -18,11 +18,16 @@ from typing import Any, Iterable, Literal
 from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel
 
+from . import ranking
 from .model import CellRecord
 from .stats import NOISE_CV, Stats, noisy, outliers, summarize
+from .workloads import load_workloads, parse_duration
 
 RAMP_WORKLOADS = {"stressgrid", "locust-users"}
 DEFAULT_P99_LIMIT_US = 10_000.0
+DEGRADED_SHARE = 0.01  # a cell with more failed requests than this ranks after the clean ones
+HELD_SHARE = 0.95  # an open-load point held its rate when successful responses reached this share
+RSS_PER_CONNECTION_MIN = 100  # RSS per connection is only meaningful with many connections
 # Percentiles reported in tables/CSV, keyed by the name used in metrics (…_us).
 PCTS = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
@@ -32,7 +37,7 @@ ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
 class Warning:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | client-bound | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram
+    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -49,7 +54,13 @@ class GroupFigures(BaseModel):
     model: str = ""
     framework: str = ""
     runtime: str = ""
+    kind: str = "throughput"
+    ranked_by: str = ""
     place: int | None = None
+    degraded: bool = False
+    error_share: float | None = None
+    held: bool | None = None
+    target_rate: float | None = None
     reps_ok: int = 0
     reps_failed: int = 0
     rps_median: float | None = None
@@ -60,13 +71,17 @@ class GroupFigures(BaseModel):
     rps_cv: float | None = None
     noisy: bool = False
     capacity_rps: float | None = None
+    responses_rps_median: float | None = None
     p50_us: float | None = None
     p90_us: float | None = None
     p99_us: float | None = None
     p999_us: float | None = None
     p9999_us: float | None = None
     max_us: float | None = None
+    answered_p99_us: float | None = None
     requests: int = 0
+    due: int | None = None
+    never_sent: int | None = None
     errors: int = 0
     timeouts: int = 0
     errors_connect: int = 0
@@ -77,11 +92,17 @@ class GroupFigures(BaseModel):
     cpu_user_s: float | None = None
     cpu_sys_s: float | None = None
     cpu_percent: float | None = None
+    cpu_us_per_request: float | None = None
+    cpu_user_us_per_request: float | None = None
+    cpu_sys_us_per_request: float | None = None
+    ctx_switches_per_request: float | None = None
+    rss_per_connection_bytes: float | None = None
     rss_peak_mib: float | None = None
     rss_mean_mib: float | None = None
     threads_peak: float | None = None
     client_cpu_percent: float | None = None
     client_saturated: bool = False
+    harness_cpu_percent: float | None = None
     connections: float | None = None
     bound: int | None = None
     missed_sends: int = 0
@@ -127,6 +148,7 @@ class Group:
     ok: list[CellRecord] = field(default_factory=list)
     bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
     place: int | None = None
+    kind: str = "throughput"
 
     # -- plain figures ----------------------------------------------------------------------
     @property
@@ -203,6 +225,58 @@ class Group:
     def rss_peak_mib(self) -> float | None:
         r = self.median("rss_peak_bytes")
         return r / 2**20 if r is not None else None
+
+    # -- honesty: errors, held rates, cost per request ----------------------------------------
+    @property
+    def error_share(self) -> float | None:
+        """Failed share of all requests that ended, over the repetitions."""
+        req = self.total("requests")
+        return (req - self.total("ok")) / req if req else None
+
+    @property
+    def degraded(self) -> bool:
+        share = self.error_share
+        return bool(share is not None and share > DEGRADED_SHARE)
+
+    @property
+    def target_rate(self) -> float | None:
+        return self.median("target_rate")
+
+    @property
+    def held(self) -> bool | None:
+        """Open load at a set rate: did successful responses keep up? (None: not a rate point)."""
+        target = self.target_rate
+        if not target or self.is_capacity or self.rps is None:
+            return None
+        return self.rps.median >= HELD_SHARE * target
+
+    def _per_request(self, *keys: str, scale: float = 1.0) -> float | None:
+        """Median over repetitions of sum(keys) / successful responses."""
+        vals = []
+        for c in self.ok:
+            parts = [getattr(c.metrics, k) for k in keys]
+            if c.metrics.ok and all(_num(p) for p in parts):
+                vals.append(scale * sum(parts) / c.metrics.ok)
+        return statistics.median(vals) if vals else None
+
+    @property
+    def cpu_us_per_request(self) -> float | None:
+        return self._per_request("cpu_user_s", "cpu_sys_s", scale=1e6)
+
+    @property
+    def rss_per_connection_bytes(self) -> float | None:
+        conns = self.connections or self.median("max_connections")
+        rss = self.median("rss_peak_bytes")
+        return rss / conns if conns and conns > RSS_PER_CONNECTION_MIN and rss else None
+
+    @cached_property
+    def answered_p99_us(self) -> float | None:
+        encoded = [c.loadgen.histograms.answered if c.loadgen else None for c in self.ok]
+        if encoded and all(encoded):
+            h = merge_histograms(e for e in encoded if e)
+            if h is not None and h.get_total_count():
+                return float(h.get_value_at_percentile(99))
+        return self.median("answered_p99_us")
 
     # -- latency ----------------------------------------------------------------------------
     @cached_property
@@ -288,7 +362,11 @@ class Group:
         if self.errors or self.timeouts:
             req = self.total("requests")
             share = f" in {req:,} requests ({self.errors / req:.2%})" if req else ""
-            add("errors", "error", f"{self.errors:,} errors ({self.timeouts:,} timeouts){share}")
+            add("errors", "error", f"{self.errors:,} errors ({self.timeouts:,} timeouts){share}"
+                + ("; degraded: ranked after the clean rows" if self.degraded else ""))
+        if self.held is False:
+            add("did-not-hold", "error", f"did not hold {self.target_rate:,.0f} req/s (achieved "
+                                         f"{self.rps.median if self.rps else 0:,.0f} successful)")
         unanswered = self.total("unanswered")
         if unanswered:
             oldest = max(c.metrics.unanswered_oldest_us for c in self.ok) / 1e6
@@ -315,7 +393,18 @@ class Group:
         return GroupFigures(
             run_id=self.run_id, workload=self.workload, point=self.point, server=self.server,
             language=self.language, model=self.model, framework=self.info.get("framework") or "",
-            runtime=self.info.get("runtime") or "", place=self.place,
+            runtime=self.info.get("runtime") or "", kind=self.kind, ranked_by=ranking.rank_metric(self.kind)[0],
+            place=self.place, degraded=self.degraded, error_share=self.error_share, held=self.held,
+            target_rate=self.target_rate, responses_rps_median=self.median("responses_rps"),
+            answered_p99_us=self.answered_p99_us,
+            due=self.total("due") if self.values("due") else None,
+            never_sent=self.total("never_sent") if self.values("never_sent") else None,
+            cpu_us_per_request=self.cpu_us_per_request,
+            cpu_user_us_per_request=self._per_request("cpu_user_s", scale=1e6),
+            cpu_sys_us_per_request=self._per_request("cpu_sys_s", scale=1e6),
+            ctx_switches_per_request=self._per_request("ctx_voluntary", "ctx_involuntary"),
+            rss_per_connection_bytes=self.rss_per_connection_bytes,
+            harness_cpu_percent=self.median("harness_cpu_percent"),
             reps_ok=len(self.ok), reps_failed=len(self.bad),
             rps_median=r and r.median, rps_mean=r and r.mean, rps_stdev=r and r.stdev,
             rps_min=r and r.min, rps_max=r and r.max, rps_cv=r and r.cv,
@@ -336,11 +425,16 @@ class Group:
 @dataclass
 class PointData:
     label: str
-    groups: list[Group]  # ranked: best first, servers without results last
+    groups: list[Group]  # ranked (ranking.rank_key): best first, servers without results last
+    kind: str = "throughput"
 
     @property
     def measured(self) -> list[Group]:
         return [g for g in self.groups if g.throughput is not None]
+
+    @property
+    def glance(self) -> ranking.Glance:
+        return ranking.glance(self.groups, self.kind)
 
 
 @dataclass
@@ -349,6 +443,7 @@ class WorkloadData:
     description: str
     points: list[PointData]
     p99_limit_us: float = DEFAULT_P99_LIMIT_US
+    kind: str = "throughput"
 
     @property
     def groups(self) -> list[Group]:
@@ -402,7 +497,6 @@ def _p99_limit_us(name: str, groups: list[Group], catalog: dict[str, Any]) -> fl
                 return float(c.metrics.p99_limit_us)
     wl = catalog.get(name)
     if wl is not None:
-        from .workloads import parse_duration
         for size in (wl.quick, wl.full):
             for p in (size.points if size else []):
                 if p.mode == "capacity" and p.p99_limit:
@@ -410,9 +504,14 @@ def _p99_limit_us(name: str, groups: list[Group], catalog: dict[str, Any]) -> fl
     return DEFAULT_P99_LIMIT_US
 
 
-def _rank_key(g: Group) -> tuple:
-    t = g.throughput
-    return (t is None, -(t.median if t else 0.0), g.server)
+def _kind(name: str, groups: list[Group], catalog: dict[str, Any]) -> str:
+    """The kind stored with the cells, else the workload file's, else throughput."""
+    for g in groups:
+        for c in g.ok + g.bad:
+            if c.metrics.kind:
+                return c.metrics.kind
+    wl = catalog.get(name)
+    return getattr(wl, "kind", None) or "throughput"
 
 
 def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
@@ -420,7 +519,6 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
     """Group cells into workloads → points → servers and rank each point."""
     servers_info = (fingerprint or {}).get("servers") or {}
     if catalog is None:
-        from .workloads import load_workloads
         catalog = load_workloads(errors=[])
     by_key: dict[tuple[str, str, str], Group] = {}
     order: list[str] = []
@@ -435,16 +533,19 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
     out: list[WorkloadData] = []
     for name in order:
         groups = [g for (w, _, _), g in by_key.items() if w == name]
+        kind = _kind(name, groups, catalog)
+        for g in groups:
+            g.kind = kind
         labels = sorted({g.point for g in groups}, key=point_key)
         points = []
         for lbl in labels:
-            ranked = sorted((g for g in groups if g.point == lbl), key=_rank_key)
+            ranked = sorted((g for g in groups if g.point == lbl), key=lambda g: ranking.rank_key(g, kind))
             for i, g in enumerate(x for x in ranked if x.throughput is not None):
                 g.place = i + 1
-            points.append(PointData(lbl, ranked))
+            points.append(PointData(lbl, ranked, kind))
         wl = catalog.get(name)
         out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
-                                _p99_limit_us(name, groups, catalog)))
+                                _p99_limit_us(name, groups, catalog), kind))
     return RunResults(run_id, out)
 
 

@@ -32,7 +32,8 @@ def find_capacity(srv: Any, p: Point,
         last = lg_run(step_point(p, rate), rate)
         s = last.report.summary
         p99 = s.latency_us.p99 or 0
-        achieved = float(s.rps or 0.0)
+        measured = float(last.report.duration_s or last.wall_s)
+        achieved = s.ok / measured if measured > 0 else 0.0  # successful responses only
         held = (p99 <= limit_us and s.errors == 0 and achieved >= 0.9 * rate
                 and s.missed_sends <= 0.01 * rate * step_s)
         steps.append({"rate": rate, "achieved": achieved, "p99_us": p99, "errors": s.errors,
@@ -65,7 +66,8 @@ def find_capacity(srv: Any, p: Point,
     # A capacity is only a lower bound when no step failed (the schedule ran out) or when
     # the step that failed saturated the load generator rather than the server.
     broke = next((s for s in steps if not s["held"]), None)
-    extra = {"steps": steps, "capacity_rps": float(best.report.summary.rps) if best else 0.0,
+    best_step = next((s for s in steps if s["rate"] == best_rate and s["held"]), None)
+    extra = {"steps": steps, "capacity_rps": float(best_step["achieved"]) if best_step else 0.0,
              "capacity_target_rate": best_rate, "p99_limit_us": limit_us,
              "capacity_ceiling": broke is None,
              "capacity_client_bound": bool(broke and broke["client_saturated"])}

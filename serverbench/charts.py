@@ -117,6 +117,34 @@ def throughput_chart(pt: PointData, title: str) -> go.Figure:
                    xaxis={"categoryorder": "array", "categoryarray": [g.server for g in ranked]})
 
 
+def p99_chart(pt: PointData, title: str) -> go.Figure:
+    """Fixed-load points: p99 over every due request per server, in ranked order (lower is better)."""
+    ranked = pt.measured
+    fig = go.Figure()
+    for model in dict.fromkeys(g.model for g in ranked):
+        gs = [g for g in ranked if g.model == model]
+        fig.add_bar(name=model, x=[g.server for g in gs], y=[_ms(g.latency["p99"]) for g in gs],
+                    marker_color=model_color(model), legendgroup=model,
+                    text=[fmt_us(g.latency["p99"]) for g in gs], textposition="outside",
+                    hovertemplate="%{x}: p99 %{y:.3g} ms<extra></extra>")
+    vals = [_ms(g.latency["p99"]) for g in ranked]
+    return _layout(fig, title, legend_title_text="model",
+                   yaxis={"type": "log", "title": "p99 over all due requests", **log_ticks(vals)},
+                   xaxis={"categoryorder": "array", "categoryarray": [g.server for g in ranked]})
+
+
+def cpu_per_request_chart(groups: list[Group], title: str) -> go.Figure:
+    """Server CPU per successful request, user and sys stacked: what each answer costs."""
+    fig = go.Figure()
+    xs = [g.server for g in groups]
+    for part in ("user", "sys"):
+        fig.add_bar(x=xs, y=[g.figures.model_dump()[f"cpu_{part}_us_per_request"] for g in groups],
+                    name=f"CPU {part}", marker_color=CPU_COLORS[part],
+                    hovertemplate=f"%{{x}}: %{{y:.1f}} µs {part} per request<extra></extra>")
+    return _layout(fig, title, barmode="stack", yaxis_title="µs of server CPU per successful request",
+                   xaxis={"categoryorder": "array", "categoryarray": xs})
+
+
 PCT_TICKS = {2: "p50", 10: "p90", 100: "p99", 1000: "p99.9", 10000: "p99.99"}
 
 
@@ -280,6 +308,6 @@ def timeline_chart(wl: WorkloadData, pt: PointData, styles: Styles) -> go.Figure
 
 
 
-__all__ = ["model_color", "Styles", "throughput_chart", "latency_chart", "resources_chart", "errors_chart",
+__all__ = ["model_color", "Styles", "throughput_chart", "p99_chart", "cpu_per_request_chart", "latency_chart", "resources_chart", "errors_chart",
            "sweep_chart", "capacity_chart", "timeline_chart", "timeline_rates", "representative_timeline",
            "log_ticks"]

@@ -21,12 +21,9 @@ from typing import Any
 
 from . import aggregate
 from .aggregate import Group
-from .stats import Stats
+from .stats import (CV_FACTOR, IMPROVEMENT, MIN_EFFECT, REGRESSION, UNJUDGED, WITHIN_NOISE, Stats,
+                    judge)
 
-MIN_EFFECT = 0.05
-CV_FACTOR = 2.0
-REGRESSION, IMPROVEMENT, WITHIN_NOISE = "regression", "improvement", "within noise"
-UNJUDGED = "not judged (1 repetition)"
 ONLY_A, ONLY_B = "only in A", "only in B"
 
 
@@ -48,21 +45,6 @@ class CompareRow:
     @property
     def significant(self) -> bool:
         return self.verdict in (REGRESSION, IMPROVEMENT)
-
-
-def judge(a: Stats, b: Stats, higher_is_better: bool = True) -> tuple[float | None, float, str]:
-    """(ratio B/A, threshold, verdict) for two samples under the module's noise rule."""
-    threshold = max(CV_FACTOR * max(a.cv, b.cv), MIN_EFFECT)
-    if min(a.n, b.n) < 2:
-        return (b.median / a.median if a.median else None), threshold, UNJUDGED
-    if a.median == 0:
-        return None, threshold, WITHIN_NOISE if b.median == 0 else (IMPROVEMENT if higher_is_better else REGRESSION)
-    ratio = b.median / a.median
-    overlap = a.min <= b.max and b.min <= a.max
-    if overlap or abs(ratio - 1) <= threshold:
-        return ratio, threshold, WITHIN_NOISE
-    better = ratio > 1 if higher_is_better else ratio < 1
-    return ratio, threshold, IMPROVEMENT if better else REGRESSION
 
 
 def _groups(store: Any, run_id: int) -> dict[tuple[str, str, str], Group]:

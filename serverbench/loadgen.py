@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import LoadgenFormatError, LoadgenReport
+from .supervisor import die_with_parent, pinned
 from .workloads import Point, parse_duration
 
 SATURATION = 0.90
@@ -88,10 +89,7 @@ def deadline_for(point: Point, extra_s: float = 0.0) -> float:
 
 
 def _pin(cmd: list[str], cpus: list[int] | None) -> list[str]:
-    if not cpus:
-        return cmd
-    from . import supervisor
-    return supervisor.pinned(cmd, cpus)
+    return pinned(cmd, cpus) if cpus else cmd
 
 
 def _stop(pid: int) -> None:
@@ -160,25 +158,31 @@ def _execute(cmd: list[str], exe: Path, out: Path, limit: float, grace: float):
     with tempfile.TemporaryFile() as ferr:
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=ferr)
+            # PDEATHSIG: the kernel kills the loadgen if the harness dies without cleaning up
+            # (SIGKILL, a crash); taskset execs the loadgen in the same process, which keeps it.
+            parent = os.getpid()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=ferr,
+                                    preexec_fn=lambda: die_with_parent(parent, signal.SIGKILL))
         except OSError as e:
             raise LoadgenError(f"cannot start loadgen {exe}: {e}; build it with `make loadgen`") from None
-        status = None
+        reaped = False
         try:
             hard = t0 + limit + grace
             while True:
+                # WNOHANG returns (0, 0, rusage) while the child runs: only a pid means it ended
                 pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
+                    reaped = True
                     break
                 if time.monotonic() > hard:
                     _stop(proc.pid)
-                    status = -1
+                    reaped = True
                     raise LoadgenError(f"loadgen overran its {limit:g}s plan by {grace:g}s and was "
                                        "killed; the server may be stalled")
                 time.sleep(0.02)
         finally:
-            if status is None:
-                _stop(proc.pid)  # Ctrl-C / SIGTERM: never leave the loadgen behind
+            if not reaped:
+                _stop(proc.pid)  # Ctrl-C / SIGTERM / any error: never leave the loadgen behind
             proc.returncode = 0  # reaped by wait4; keep Popen from touching the pid again
         wall = time.monotonic() - t0
         ferr.seek(0)

@@ -116,11 +116,16 @@ class CellMetrics(BaseModel):
     """Every figure stored with a cell (None = not applicable to this cell)."""
 
     model_config = ConfigDict(extra="forbid")
+    kind: str | None = Field(None, description="the workload's kind (what it ranks by), when measured")
     # loadgen: throughput and counts
-    rps: float | None = Field(None, description="responses per second of measured time")
-    requests: int | None = Field(None, description="responses received + errors")
+    rps: float | None = Field(None, description="successful (2xx/3xx) responses per second of measured time")
+    responses_rps: float | None = Field(None, description="responses of any status per second")
+    requests: int | None = Field(None, description="requests that ended: responses of any status + transport errors")
     ok: int | None = Field(None, description="responses with status 2xx/3xx")
-    errors: int | None = Field(None, description="sum of the error classes")
+    errors: int | None = Field(None, description="non-2xx/3xx responses + transport errors (the error classes)")
+    due: int | None = Field(None, description="requests that were due: ended, in flight at the end, never sent")
+    never_sent: int | None = Field(None, description="open load: due but never sent (pool exhausted), counted at their age")
+    dropped: int | None = Field(None, description="open load: beyond the backlog cap, counted at their age")
     timeouts: int | None = Field(None, description="error_classes.timeout")
     error_classes: dict[str, int] = Field(default_factory=dict,
                                           description="connect, read, write, timeout, status, malformed")
@@ -133,6 +138,8 @@ class CellMetrics(BaseModel):
     p9999_us: float | None = None
     max_us: float | None = None
     mean_us: float | None = None
+    answered_p50_us: float | None = Field(None, description="p50 of answered requests only")
+    answered_p99_us: float | None = Field(None, description="p99 of answered requests only")
     duration_s: float | None = Field(None, description="measured seconds (loadgen)")
     missed_sends: int = Field(0, description="open load: sends not made on schedule (pool exhausted)")
     unanswered: int = Field(0, description="requests waiting >= 1 s for a response when the run ended")
@@ -140,8 +147,11 @@ class CellMetrics(BaseModel):
     target_rate: float | None = Field(None, description="open load: requested rate, req/s")
     connections: int | None = Field(None, description="closed load connections")
     users: int | None = Field(None, description="sessions: virtual users")
+    max_connections: int | None = Field(None, description="open load: the client's connection pool cap")
     client_cpu_percent: float | None = Field(None, description="loadgen CPU, 100 = one core")
     client_saturated: bool = Field(False, description="loadgen used >= 90 % of the cores it could")
+    harness_cpu_percent: float | None = Field(None, description="serverbench's own CPU during the measured run "
+                                                                "(sampler included), 100 = one core")
     # the server's process tree (sampler)
     cpu_user_s: float | None = None
     cpu_sys_s: float | None = None
@@ -169,6 +179,13 @@ class CellMetrics(BaseModel):
     capacity_ceiling: bool | None = Field(None, description="every step held: capacity is a lower bound")
     capacity_client_bound: bool | None = Field(None, description="the failing step saturated the client")
     steps: list[CapacityStep] | None = None
+
+    @property
+    def error_share(self) -> float | None:
+        """Failed share of the requests that ended (non-2xx/3xx + transport errors)."""
+        if not self.requests:
+            return None
+        return (self.requests - (self.ok or 0)) / self.requests
 
     @classmethod
     def load(cls, data: dict[str, Any] | None) -> "CellMetrics":

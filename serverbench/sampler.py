@@ -13,7 +13,10 @@ from typing import Any
 
 import psutil
 
-PEAK_WINDOW_S = 0.25  # CPU% peak over windows this long: single ticks are too coarse
+PEAK_WINDOW_S = 0.5  # CPU% peak over windows this long: single ticks are too coarse
+# Listing a tree walks /proc (every process's children); the counters of known processes are
+# cheap to read. So the tree is re-listed this often, the counters read every interval.
+TREE_REFRESH_S = 1.0
 
 
 @dataclass
@@ -46,9 +49,10 @@ class _Counters:
 class Sampler:
     """Sample process `pid` and all its descendants every `interval` s in a thread."""
 
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
+    def __init__(self, pid: int, interval: float = 0.2, tree_every: float = TREE_REFRESH_S) -> None:
         self.pid = pid
         self.interval = interval
+        self.tree_every = tree_every
         self.usage: Usage | None = None
         self._procs: dict[tuple[int, float], psutil.Process] = {}
         self._base: dict[tuple[int, float], _Counters] = {}
@@ -62,13 +66,19 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._t0 = 0.0
+        self._tree_cache: list[psutil.Process] = []
+        self._tree_at = float("-inf")
 
     def _tree(self) -> list[psutil.Process]:
-        try:
-            root = psutil.Process(self.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return []
+        now = time.monotonic()
+        if now - self._tree_at >= self.tree_every:
+            try:
+                root = psutil.Process(self.pid)
+                self._tree_cache = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                self._tree_cache = []
+            self._tree_at = now
+        return self._tree_cache
 
     def _key(self, p: psutil.Process) -> tuple[int, float] | None:
         try:
@@ -129,6 +139,7 @@ class Sampler:
             raise RuntimeError("Sampler.stop() before start()")
         self._stop.set()
         self._thread.join()
+        self._tree_at = float("-inf")  # the final reading sees every process of the tree
         self._sample()
         duration = self._times[-1] - self._t0
         user = sum(self._last[k].user - self._base[k].user for k in self._last)

@@ -62,3 +62,26 @@ def modified_z_scores(values: Sequence[float]) -> list[float]:
 def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
     """Indices of values whose modified z-score exceeds `threshold` (needs >= 3 values)."""
     return [i for i, z in enumerate(modified_z_scores(values)) if z > threshold]
+
+
+# -- judging a difference against the noise (compare, "at a glance") -------------------------
+MIN_EFFECT = 0.05
+CV_FACTOR = 2.0
+REGRESSION, IMPROVEMENT, WITHIN_NOISE = "regression", "improvement", "within noise"
+UNJUDGED = "not judged (1 repetition)"
+
+
+def judge(a: Stats, b: Stats, higher_is_better: bool = True) -> tuple[float | None, float, str]:
+    """(ratio B/A, threshold, verdict): B differs from A when the repetitions' min–max ranges
+    do not overlap AND |B/A − 1| > max(2 × max(CV_A, CV_B), 5 %). One repetition: not judged."""
+    threshold = max(CV_FACTOR * max(a.cv, b.cv), MIN_EFFECT)
+    if min(a.n, b.n) < 2:
+        return (b.median / a.median if a.median else None), threshold, UNJUDGED
+    if a.median == 0:
+        return None, threshold, WITHIN_NOISE if b.median == 0 else (IMPROVEMENT if higher_is_better else REGRESSION)
+    ratio = b.median / a.median
+    overlap = a.min <= b.max and b.min <= a.max
+    if overlap or abs(ratio - 1) <= threshold:
+        return ratio, threshold, WITHIN_NOISE
+    better = ratio > 1 if higher_is_better else ratio < 1
+    return ratio, threshold, IMPROVEMENT if better else REGRESSION

@@ -16,7 +16,7 @@ Tables (docs/DESIGN.md):
 `metrics_json` holds a `model.CellMetrics` (every figure, with its unit, is documented there);
 `loadgen_json` a `model.LoadgenReport`. Cells are read and written only through those types.
 Version 4 added `runs.error` (why a run 'failed') and rewrote every cell's metrics through
-CellMetrics.
+CellMetrics (`rps` became successful responses/s; the old figure moved to `responses_rps`).
 """
 from __future__ import annotations
 
@@ -143,7 +143,13 @@ def _v4(db: sqlite3.Connection) -> None:
     # knows dropped, so later readers can rely on CellMetrics alone.
     rows = db.execute("SELECT id, metrics_json FROM cells").fetchall()
     for cell_id, text in rows:
-        metrics = CellMetrics.load(_loads(text)).dump()
+        old = _loads(text) or {}
+        # schema 3 stored responses of any status as rps; now rps counts successful ones only
+        if isinstance(old.get("rps"), (int, float)) and "responses_rps" not in old:
+            old["responses_rps"] = old["rps"]
+            if isinstance(old.get("ok"), int) and old.get("duration_s"):
+                old["rps"] = old["ok"] / old["duration_s"]
+        metrics = CellMetrics.load(old).dump()
         db.execute("UPDATE cells SET metrics_json=? WHERE id=?", (json.dumps(metrics), cell_id))
 
 

@@ -168,20 +168,26 @@ def raise_nofile() -> int:
     return soft
 
 
-def _child_setup(parent_pid: int) -> None:
-    """Runs in the forked child before exec: no exceptions may escape."""
-    try:
-        raise_nofile()
-    except Exception:
-        pass
+def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
+    """In a forked child before exec: have the kernel send `sig` when the parent thread dies.
+    No exceptions may escape (preexec_fn)."""
     if _LIBC is None:
         return
     try:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     except Exception:
         return
     if os.getppid() != parent_pid:  # the harness died before prctl took effect
         os._exit(1)
+
+
+def _child_setup(parent_pid: int) -> None:
+    """Runs in the forked server child before exec: no exceptions may escape."""
+    try:
+        raise_nofile()
+    except Exception:
+        pass
+    die_with_parent(parent_pid, signal.SIGTERM)
 
 
 def _alive(p: psutil.Process) -> bool:

@@ -267,6 +267,23 @@ class Size(BaseModel):
         return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
 
 
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep"]
+# What each kind ranks by, and why that metric fits it (shown with every ranking).
+RANKED_BY: dict[str, tuple[str, str]] = {
+    "throughput": ("successful requests/s",
+                   "the load is closed (each connection waits for its answer), so a faster server answers "
+                   "more; cells with more than 1 % errors rank after the clean ones"),
+    "fixed-load": ("p99 over every due request, then timeouts, then server CPU per request",
+                   "demand is fixed, so every server that keeps up answers the same requests/s; what differs "
+                   "is how long requests wait (timed-out and unanswered ones count at their age) and what "
+                   "the answers cost"),
+    "capacity": ("the highest offered rate held with p99 under the limit",
+                 "open load stepped up until latency breaks: the rate a server sustains, not a race"),
+    "sweep": ("successful requests/s at each concurrency level",
+              "closed load at rising connection counts shows where each model stops scaling"),
+}
+
+
 class Workload(BaseModel):
     """A load profile from `workloads/<name>.toml`."""
 
@@ -275,6 +292,7 @@ class Workload(BaseModel):
     name: str
     description: str
     origin: str
+    kind: Kind | None = None  # required unless the workload only includes others
     path: str = "/"
     quick: Size | None = None
     full: Size | None = None
@@ -288,6 +306,8 @@ class Workload(BaseModel):
                 raise ValueError("a workload with includes has no [quick]/[full] of its own")
         elif self.quick is None or self.full is None:
             raise ValueError("needs both [quick] and [full] sizes (or an includes list)")
+        elif self.kind is None:
+            raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
         return self
 
     def size(self, full: bool) -> Size:

@@ -75,8 +75,8 @@ def test_every_output_gives_the_same_p99_and_rps(run) -> None:
     # Markdown
     md = to_markdown.render(row, results).decode()
     mrow = next(ln for ln in md.splitlines() if ln.startswith("| 1 | srv"))
-    cols = [c.strip() for c in mrow.strip("|").split("|")]
-    assert cols[4] == f"{rps:,.0f}" and cols[6] == fmt_us(p99)
+    cols = dict(zip(to_markdown.COLUMNS, (c.strip() for c in mrow.strip("|").split("|"))))
+    assert cols["requests/s (successful, median)"] == f"{rps:,.0f}" and cols["p99 (all due)"] == fmt_us(p99)
 
     # CSV
     [crow] = list(csv.DictReader(io.StringIO(to_csv.render(row, results).decode())))
@@ -105,7 +105,7 @@ def test_a_run_that_raises_is_failed_and_keeps_its_cells(tmp_path: Path, monkeyp
     monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
     wdir = tmp_path / "w"
     wdir.mkdir()
-    (wdir / "two.toml").write_text('name = "two"\ndescription = "d"\norigin = "serverbench"\npath = "/"\n'
+    (wdir / "two.toml").write_text('name = "two"\ndescription = "d"\norigin = "serverbench"\nkind = "throughput"\npath = "/"\n'
                                    '[quick]\n[[quick.points]]\nlabel = "a"\nconnections = 1\nduration = "200ms"\n'
                                    '[[quick.points]]\nlabel = "b"\nconnections = 1\nduration = "200ms"\n'
                                    '[full]\n[[full.points]]\nlabel = "a"\nconnections = 1\nduration = "1s"\n')

@@ -11,6 +11,7 @@ GOOD = """
 name = "{name}"
 description = "test"
 origin = "serverbench"
+kind = "throughput"
 path = "/json"
 [quick]
 warmup = "1s"

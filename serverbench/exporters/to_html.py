@@ -15,8 +15,10 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..aggregate import Group, PointData, RunResults, Warning, WorkloadData
-from ..charts import (FONT, Styles, capacity_chart, errors_chart, latency_chart, model_color, representative_timeline,
-                      resources_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates)
+from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color,
+                      p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
+                      timeline_chart, timeline_rates)
+from .to_markdown import errors_cell, rate_cell
 from ..fingerprint import normalize
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
 
@@ -50,12 +52,33 @@ def warnings_html(warns: list[tuple[str, Warning]]) -> str:
 
 def throughput_table(pt: PointData, capacity: bool) -> str:
     rows = []
-    for i, g in enumerate(pt.measured, 1):
+    for g in pt.measured:
         t = g.throughput
-        rows.append([str(i), _srv(g), esc(g.model), fmt_num(t.median), fmt_num(t.min), fmt_num(t.max),
-                     f"{t.cv:.1%}" if t.n > 1 else "—", f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
-    what = "capacity req/s" if capacity else "req/s"
-    return table(["#", "server", "model", f"{what} median", "min", "max", "CV", "reps"], rows, numeric_from=3)
+        rows.append([str(g.place), _srv(g), esc(g.model), esc(rate_cell(g)), fmt_num(t.min), fmt_num(t.max),
+                     f"{t.cv:.1%}" if t.n > 1 else "—", esc(errors_cell(g)),
+                     f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
+    what = "capacity req/s" if capacity else "successful req/s"
+    return table(["#", "server", "model", f"{what} median", "min", "max", "CV", "errors", "reps"], rows,
+                 numeric_from=3)
+
+
+def fixed_load_table(pt: PointData) -> str:
+    rows = [[str(g.place), _srv(g), esc(g.model), fmt_us(g.latency["p99"]), fmt_us(g.answered_p99_us),
+             fmt_num(g.timeouts), fmt_num(g.cpu_us_per_request, 1), esc(rate_cell(g)), esc(errors_cell(g))]
+            for g in pt.measured]
+    return table(["#", "server", "model", "p99 (all due)", "p99 (answered only)", "timeouts", "CPU µs/request",
+                  "successful req/s", "errors"], rows, numeric_from=3)
+
+
+def cpu_per_request_table(groups: list[Group]) -> str:
+    rows = []
+    for g in groups:
+        f = g.figures
+        rows.append([_srv(g), fmt_num(f.cpu_us_per_request, 1), fmt_num(f.cpu_user_us_per_request, 1),
+                     fmt_num(f.cpu_sys_us_per_request, 1), fmt_num(f.ctx_switches_per_request, 2),
+                     fmt_num(f.rss_per_connection_bytes / 1024 if f.rss_per_connection_bytes else None, 1)])
+    return table(["server", "CPU µs/request", "user µs", "sys µs", "context switches/request",
+                  "peak RSS per connection KiB"], rows)
 
 
 def latency_table(groups: list[Group]) -> str:
@@ -180,12 +203,21 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.add('<p class="muted">No server produced a result for this point.</p>')
         return
     what = f"{wl.name} {pt.label}"
-    if not wl.is_sweep or heavy_note:
+    page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
+    if wl.kind == "fixed-load":
+        page.chart(p99_chart(pt, f"{what}: p99 over every due request (ranked; lower is better)"),
+                   fixed_load_table(pt), "Timed-out and unanswered requests count at their age; rows that did not "
+                   "hold the rate or had more than 1 % errors rank after the others.")
+    elif not wl.is_sweep or heavy_note:
         title = (f"capacity: highest rate with p99 ≤ {fmt_us(wl.p99_limit_us)}" if wl.is_capacity
-                 else "requests/s (median; whiskers min–max over repetitions)")
-        page.chart(throughput_chart(pt, f"{what}: {title}"), throughput_table(pt, wl.is_capacity))
+                 else "successful requests/s (median; whiskers min–max over repetitions)")
+        page.chart(throughput_chart(pt, f"{what}: {title}"), throughput_table(pt, wl.is_capacity),
+                   "Only 2xx/3xx responses count; rows with more than 1 % errors rank after the clean ones.")
     page.chart(latency_chart(groups, styles, f"{what}: latency by percentile{heavy_note}"), latency_table(groups),
                "Percentiles from the repetitions' HdrHistograms merged exactly; both axes logarithmic.")
+    page.chart(cpu_per_request_chart(groups, f"{what}: server CPU per successful request{heavy_note}"),
+               cpu_per_request_table(groups), "Medians over repetitions of (user + sys CPU) ÷ successful responses: "
+               "what one answer costs, comparable even when every row saturates its CPU.")
     page.chart(resources_chart(groups, f"{what}: server CPU and memory{heavy_note}"), resources_table(groups),
                "Medians over repetitions. CPU % counts 100 per core; the server is pinned to its CPU(s).")
     if any(g.errors or g.timeouts for g in groups):
@@ -198,6 +230,9 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
     page.heading(2, wl.name)
     if wl.description:
         page.add(f'<p class="desc">{esc(wl.description)}</p>')
+    if wl.points:
+        g0 = wl.points[0].glance
+        page.add(f'<p class="rankedby"><b>Ranked by {esc(g0.metric)}</b> — {esc(g0.why)}.</p>')
     styles = Styles(wl.groups)
     if wl.is_sweep:
         page.add(warnings_html([(f"{pt.label} · ", w) for pt in wl.points for g in pt.groups for w in g.warnings]))
@@ -257,21 +292,18 @@ def _failures(workloads: list[WorkloadData]) -> str:
 
 
 def _overview(workloads: list[WorkloadData]) -> str:
-    """One line per workload point: who came first, by how much, and the field."""
+    """One line per workload point: what it ranks by, the verdict (a leader only beyond noise)."""
     rows = []
     for wl in workloads:
         pts = wl.points if len(wl.points) <= 3 else [wl.points[-1]]
         for pt in pts:
-            m = pt.measured
-            if not m:
+            gl = pt.glance
+            if gl.leader is None:
                 continue
-            best = m[0]
-            second = m[1].throughput.median if len(m) > 1 else None
-            lead = f"{best.throughput.median / second:.2f}× the next" if second else "—"
-            rows.append([esc(wl.name), esc(pt.label), _srv(best), esc(best.model), fmt_num(best.throughput.median),
-                         lead, str(len(m)), str(sum(1 for g in pt.groups if g.warnings))])
-    return table(["workload", "point", "fastest", "model", "req/s", "lead", "servers", "with warnings"],
-                 rows, numeric_from=4)
+            rows.append([esc(wl.name), esc(pt.label), esc(gl.metric), _srv(gl.leader) if gl.decided else "—",
+                         esc(gl.verdict), str(len(pt.measured)), str(sum(1 for g in pt.groups if g.warnings))])
+    return table(["workload", "point", "ranked by", "leader (beyond noise)", "verdict", "servers",
+                  "with warnings"], rows, numeric_from=5)
 
 
 CSS = """
@@ -285,7 +317,7 @@ nav a{color:var(--fg);text-decoration:none} nav a:hover{text-decoration:underlin
 main{padding:24px 36px 80px}
 h1{font-size:26px;margin:0 0 4px} h2{font-size:21px;margin:44px 0 8px;padding-top:12px;border-top:2px solid var(--line)}
 h3{font-size:17px;margin:28px 0 8px}
-.sub,.desc,.caption,.muted{color:var(--muted)} .caption{font-size:13px;margin:4px 0 8px}
+.sub,.desc,.caption,.muted{color:var(--muted)} .glance,.rankedby{margin:8px 0} .caption{font-size:13px;margin:4px 0 8px}
 dl.env{display:grid;grid-template-columns:110px 1fr;gap:4px 16px;margin:12px 0 16px;padding:14px 18px;background:var(--soft);border-radius:8px}
 dl.env dt{font-weight:600;color:var(--muted)} dl.env dd{margin:0}
 figure.chart{margin:18px 0 30px;padding:12px 14px;border:1px solid var(--line);border-radius:10px;background:#fff}

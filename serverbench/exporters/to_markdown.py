@@ -1,14 +1,55 @@
-"""Markdown exporter: per workload and point, the ranked table and the warnings."""
+"""Markdown exporter: per workload, what it is ranked by and why, then per point the verdict,
+the ranked table and the warnings."""
 from __future__ import annotations
 
 from typing import Any
 
-from ..aggregate import RunResults
+from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
 
-COLUMNS = ["place", "server", "language", "model", "requests/s (median)", "p50", "p99", "errors",
-           "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
+COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
+           "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
+FIXED_LOAD_COLUMNS = ["place", "server", "language", "model", "p99 (all due)", "p99 (answered only)",
+                      "timeouts", "CPU µs/request", "requests/s (successful, median)", "errors",
+                      "memory (peak RSS MiB)"]
+CAPACITY_COLUMNS = ["place", "server", "language", "model", "capacity req/s (median)", "errors", "p50",
+                    "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
+
+
+def columns(kind: str) -> list[str]:
+    return {"fixed-load": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS}.get(kind, COLUMNS)
+
+
+def errors_cell(g: Group) -> str:
+    """Errors with their share, the degraded mark and timeouts."""
+    if not g.errors:
+        return "0"
+    share = g.error_share
+    text = f"{g.errors:,}" + (f" ({share:.1%})" if share is not None else "")
+    if g.timeouts:
+        text += f", {g.timeouts:,} timeouts"
+    return text + (" — degraded" if g.degraded else "")
+
+
+def rate_cell(g: Group) -> str:
+    t = g.throughput
+    if t is None:
+        return "—"
+    if g.held is False:
+        return f"did not hold {g.target_rate:,.0f} (achieved {t.median:,.0f})"
+    return fmt_num(t.median)
+
+
+def _row(g: Group, kind: str) -> list[str]:
+    mark = " ⚠" if g.warnings else ""
+    head = [str(g.place), g.server + mark, g.language, g.model]
+    cpu_req = fmt_num(g.cpu_us_per_request, 1)
+    if kind == "fixed-load":
+        return head + [fmt_us(g.latency["p99"]), fmt_us(g.answered_p99_us), f"{g.timeouts:,}", cpu_req,
+                       rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
+    return head + [rate_cell(g), errors_cell(g), fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]), cpu_req,
+                   fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
 
 
 def render(run: Any, results: RunResults) -> bytes:
@@ -17,31 +58,28 @@ def render(run: Any, results: RunResults) -> bytes:
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"server on CPU {cpus(fp.get('server_cpus'))}, load generator on CPU {cpus(fp.get('client_cpus'))}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
-             "Throughput is the median of the repetitions; percentiles come from their merged histograms; "
-             "errors are summed over repetitions. Capacity points rank by the highest rate that held the p99 limit.",
-             ""]
+             "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
+             "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
+             "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]
     for wl in results.workloads:
         lines += [f"## {wl.name}", ""]
         if wl.description:
             lines += [wl.description, ""]
+        if wl.points:
+            g0 = wl.points[0].glance
+            lines += [f"Ranked by **{g0.metric}**: {g0.why}.", ""]
         for pt in wl.points:
             if wl.is_sweep:
                 lines += [f"### {wl.name} · {pt.label}", ""]
-            cols = list(COLUMNS)
-            if wl.is_capacity:
-                cols[4] = "capacity req/s (median)"
+            lines += [f"At a glance: {pt.glance.verdict}.", ""]
+            cols = columns(wl.kind)
             lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
             for g in pt.groups:
-                t = g.throughput
-                if t is None:
+                if g.throughput is None:
                     status = g.bad[0].status if g.bad else "no data"
-                    row = ["—", g.server, g.language, g.model, status, "—", "—", "—", "—", "—"]
+                    row = ["—", g.server, g.language, g.model, status] + ["—"] * (len(cols) - 5)
                 else:
-                    mark = " ⚠" if g.warnings else ""
-                    row = [str(g.place), g.server + mark, g.language, g.model, fmt_num(t.median),
-                           fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]),
-                           f"{g.errors:,}" + (f" ({g.timeouts:,} timeouts)" if g.timeouts else ""),
-                           fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
+                    row = _row(g, wl.kind)
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
             warns = [w.text for g in pt.groups for w in g.warnings]
             if warns:
@@ -50,4 +88,4 @@ def render(run: Any, results: RunResults) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-__all__ = ["render", "COLUMNS"]
+__all__ = ["render", "COLUMNS", "FIXED_LOAD_COLUMNS", "CAPACITY_COLUMNS", "columns"]

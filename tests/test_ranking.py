@@ -1,0 +1,118 @@
+"""Honest rankings: successful responses only, degraded cells after clean ones, fixed-load
+workloads ranked by latency with no winner named among equals."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from serverbench import aggregate, catalog, runner
+from serverbench import workloads as wl
+from serverbench.exporters import to_markdown
+from serverbench.model import CellRecord, RunOptions
+from serverbench.store import Store
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+import runfix  # noqa: E402
+
+THROUGHPUT = """name = "tp"
+description = "closed load"
+origin = "serverbench"
+kind = "throughput"
+path = "/json"
+[quick]
+[[quick.points]]
+label = "c=2"
+connections = 2
+duration = "1s"
+[full]
+[[full.points]]
+label = "c=2"
+connections = 2
+duration = "1s"
+"""
+
+
+def _md_rows(md: str) -> list[list[str]]:
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in md.splitlines()
+            if ln.startswith("| ") and not ln.startswith("| place")]
+
+
+def test_a_server_answering_500_fast_ranks_below_a_correct_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "1.0")
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "tp.toml").write_text(THROUGHPUT)
+    cat = catalog.load_catalog(runfix.SERVERS)
+    store = Store(tmp_path / "r.db")
+    cpus = sorted(__import__("os").sched_getaffinity(0))
+    opts = RunOptions(servers=["py-500", "py-ok"], workloads=["tp"], repeat=1, allow_unverified=True,
+                      server_cpus=[cpus[0]], client_cpus=[cpus[-1]])
+    res = runner.run_matrix(store, opts, manifests=[cat.servers["py-500"], cat.servers["py-ok"]],
+                            workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={})
+    bad = next(c for c in store.cells(res.run_id) if c.server == "py-500")
+    assert bad.metrics.responses_rps > 0 and bad.metrics.rps == 0 and bad.metrics.error_share == 1.0
+    run, results = aggregate.load(store, res.run_id)
+    rows = _md_rows(to_markdown.render(run, results).decode())
+    assert [r[1].rstrip(" ⚠") for r in rows] == ["py-ok", "py-500"]
+    assert rows[0][0] == "1" and "degraded" in rows[1][5]
+
+
+def _cell(server: str, rep: int, **m) -> CellRecord:
+    return CellRecord(server, m.pop("workload", "w"), "p", rep, "ok", metrics=m)
+
+
+def test_degraded_ranks_after_clean_even_when_faster(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    rid = store.new_run({}, {})
+    for rep in (1, 2, 3):  # 'fast' answers more successfully but 5 % of its requests fail
+        store.record_cell(rid, _cell("fast", rep, kind="throughput", rps=2000.0, requests=2100, ok=2000, errors=100))
+        store.record_cell(rid, _cell("clean", rep, kind="throughput", rps=1000.0, requests=1000, ok=1000, errors=0))
+    _, results = aggregate.load(store, rid)
+    [pt] = results.workloads[0].points
+    assert [g.server for g in pt.groups] == ["clean", "fast"] and pt.groups[1].degraded
+    assert "fast had more than 1 % errors" in pt.glance.verdict and pt.glance.decided
+
+
+def test_fixed_load_ranks_by_p99_and_names_no_winner_within_noise(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    rid = store.new_run({}, {})
+    # equal demand served by both (same rps); p99s overlap across repetitions: within noise
+    for rep, (a, b) in enumerate([(105_000, 106_000), (107_000, 104_000), (106_000, 105_500)], 1):
+        common = dict(kind="fixed-load", rps=1080.0, requests=10_800, ok=10_800, errors=0)
+        store.record_cell(rid, _cell("java-threads", rep, p99_us=a, **common))
+        store.record_cell(rid, _cell("go-tcp", rep, p99_us=b, **common))
+    run, results = aggregate.load(store, rid)
+    [pt] = results.workloads[0].points
+    gl = pt.glance
+    assert gl.metric.startswith("p99 over every due request") and not gl.decided
+    assert gl.verdict.startswith("no winner:")
+    md = to_markdown.render(run, results).decode()
+    assert "Ranked by **p99 over every due request" in md and "At a glance: no winner:" in md
+    assert "fastest" not in md.lower()
+    # and when one is clearly better, it is named, by latency — not by requests/s
+    store2 = Store(tmp_path / "r2.db")
+    rid2 = store2.new_run({}, {})
+    for rep in (1, 2, 3):
+        common = dict(kind="fixed-load", requests=10_800, ok=10_800, errors=0)
+        store2.record_cell(rid2, _cell("slow-tail", rep, p99_us=900_000 + rep, rps=1090.0, **common))
+        store2.record_cell(rid2, _cell("steady", rep, p99_us=106_000 + rep, rps=1080.0, **common))
+    _, results2 = aggregate.load(store2, rid2)
+    [pt2] = results2.workloads[0].points
+    assert [g.server for g in pt2.groups] == ["steady", "slow-tail"] and pt2.glance.decided
+
+
+def test_a_rate_not_held_ranks_after_rates_held(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    rid = store.new_run({}, {})
+    store.record_cell(rid, _cell("weak", 1, kind="fixed-load", target_rate=25_000, rps=12_000.0, p99_us=900,
+                                 requests=60_000, ok=60_000, errors=0))
+    store.record_cell(rid, _cell("strong", 1, kind="fixed-load", target_rate=25_000, rps=24_990.0, p99_us=4_000,
+                                 requests=125_000, ok=125_000, errors=0))
+    run, results = aggregate.load(store, rid)
+    [pt] = results.workloads[0].points
+    assert [g.server for g in pt.groups] == ["strong", "weak"] and pt.groups[1].held is False
+    md = to_markdown.render(run, results).decode()
+    assert "did not hold 25,000 (achieved 12,000)" in md
