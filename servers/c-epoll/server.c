@@ -503,10 +503,17 @@ not_allowed:
     respond(c, 405, "text/plain", "Method Not Allowed", 18, keep, h10);
 }
 
-/* Answers as many complete requests from the input buffer as possible, in order. */
-static void process(conn_t *c) {
+/* Answers as many complete requests from the input buffer as possible, in order. Returns 1
+ * if it stopped because too much output is queued (more may be answerable once it drains). */
+static int process(conn_t *c) {
     buf_t chunked = {0};
-    while (!c->waiting && !c->close_after && c->out.len - c->out_off < OUT_HIGH_WATER) {
+    int backed_up = 0;
+    for (;;) {
+        if (c->waiting || c->close_after) break;
+        if (c->out.len - c->out_off >= OUT_HIGH_WATER) {
+            backed_up = 1;
+            break;
+        }
         const char *p = c->in.p + c->in_off;
         size_t avail = c->in.len - c->in_off;
         if (avail == 0) break;
@@ -569,6 +576,7 @@ static void process(conn_t *c) {
         c->scan_from -= c->in_off;
         c->in_off = 0;
     }
+    return backed_up;
 }
 
 /* ---- I/O ------------------------------------------------------------------------------- */
@@ -636,11 +644,11 @@ static int read_in(conn_t *c) {
 /* Reads, answers and writes until nothing more can be done right now. */
 static void drive(conn_t *c) {
     for (;;) {
-        int stopped_early = 0;
+        int stopped_early = 0, backed_up = 0;
         if (!c->close_after) {
             stopped_early = read_in(c);
             if (stopped_early < 0) return;
-            process(c);
+            backed_up = process(c);
         }
         if (flush_out(c) < 0) return;
         int idle = !c->waiting && c->out.len == c->out_off;
@@ -648,7 +656,10 @@ static void drive(conn_t *c) {
             conn_close(c);
             return;
         }
-        if (!(stopped_early && idle && !c->close_after)) return;
+        /* go on if reading or answering was held back and the output has drained since */
+        if (!(stopped_early || backed_up) || c->waiting || c->close_after ||
+            c->out.len - c->out_off >= OUT_HIGH_WATER)
+            return;
     }
 }
 
