@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify
+from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify, unbuildable
 from serverbench import doctor as doctor_mod, paths, supervisor
 from serverbench.catalog import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
@@ -64,6 +64,17 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
         table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), version,
                       a.install_hint or "")
     console.print(table)
+
+    rows, problem = unbuildable.load()
+    if problem:
+        err_console.print(f"warning: {problem}", style="yellow", markup=False, highlight=False)
+    if rows and not ids:
+        missing = Table(title="compared by the published benchmarks, not buildable here")
+        for col in ("row", "what", "seed", "why not"):
+            missing.add_column(col, overflow="fold")
+        for r in rows:
+            missing.add_row(r.id, r.what, r.seed, r.reason)
+        console.print(missing)
 
     tools = Table(title="harness")
     tools.add_column("check")
