@@ -33,7 +33,8 @@ class RunView:
             if self.show_bar:
                 self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TextColumn("ETA"),
-                                    TimeRemainingColumn(), console=self.console, transient=True)
+                                    TimeRemainingColumn(), console=self.console, transient=True,
+                                    refresh_per_second=2)  # redraws run in the harness, beside the load
                 self.bar.start()
                 self.task = self.bar.add_task("starting", total=max(ev.planned_s, 1e-9))
         elif isinstance(ev, CellStarted):
