@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify, unbuildable
+from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify, left_out
 from serverbench import doctor as doctor_mod, paths, supervisor
 from serverbench.catalog import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
@@ -65,11 +65,11 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
                       a.install_hint or "")
     console.print(table)
 
-    rows, problem = unbuildable.load()
+    rows, problem = left_out.load()
     if problem:
         err_console.print(f"warning: {problem}", style="yellow", markup=False, highlight=False)
     if rows and not ids:
-        missing = Table(title="compared by the published benchmarks, not buildable here")
+        missing = Table(title="compared by the published benchmarks, not measured here")
         for col in ("row", "what", "seed", "why not"):
             missing.add_column(col, overflow="fold")
         for r in rows:

@@ -232,6 +232,15 @@ def check_http10(ctx: Ctx) -> str:
             expect(resp, what, 200, None, HELLO)
             if resp.framing == "close":
                 raise CheckFailed(f"{what}: close-delimited body on a keep-alive request")
+            if i == 1 and resp.server_will_close:
+                # HTTP/1.0 persistence is optional (RFC 9112 §9.3): declining it is allowed when the
+                # response says so; closing a connection the client was told stays open is not.
+                closed, extra = conn.wait_closed(2.0)
+                if extra or not closed:
+                    raise CheckFailed(f"{what}: the response announced a close, but the server "
+                                      + ("sent more bytes" if extra else "kept the connection open for 2 s"))
+                return ("1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → close announced "
+                        "and done (HTTP/1.0 persistence declined)")
     finally:
         conn.close()
     return "1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → 2 requests on 1 connection"
