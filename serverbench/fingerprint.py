@@ -53,6 +53,7 @@ def _server_info(m: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"language": m.language, "runtime": m.runtime, "model": m.model,
                             "framework": m.framework, "origin": m.origin, "description": m.description,
                             "max_connections": m.max_connections, "workers": m.workers,
+                            "choices": m.choices.model_dump() if m.choices else None,
                             "version": None}
     try:
         from . import doctor

@@ -111,6 +111,7 @@ DEFECTS = [
     ("tenth-nowait", "tenth"),
     ("no-date", "date"),
     ("stale-date", "date"),
+    ("http10-silent-close", "http10"),
 ]
 
 
@@ -122,6 +123,12 @@ def test_defect_is_caught_by_the_right_check(server: Callable[..., Running], brk
     assert not res[check].passed and not res[check].skipped, res[check]
     assert res[check].detail, "a failure must say why"
     assert res[control].passed, res[control]
+
+
+def test_http10_keepalive_may_be_declined_when_announced(server: Callable[..., Running]) -> None:
+    srv = server(HTTP10_DECLINE="1")
+    res = by_name(verify(srv.url, only=["http10"]))
+    assert res["http10"].passed and "close announced" in res["http10"].detail, res["http10"]
 
 
 def test_unrelated_checks_pass_without_keepalive(server: Callable[..., Running]) -> None:

@@ -271,10 +271,21 @@ def _environment(run: Any) -> str:
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
     servers = fp.get("servers") or {}
     rows = [[f'<span class="dot" style="background:{model_color(i.get("model") or "")}"></span>{esc(s)}',
-             esc(i.get("language")), esc(i.get("model")), esc(i.get("framework")), esc(i.get("runtime")),
-             esc(i.get("version") or "—")] for s, i in sorted(servers.items())]
-    stable = table(["server", "language", "model", "framework", "runtime", "version"], rows, numeric_from=99)
+             esc(i.get("language")), esc(i.get("model")), esc(i.get("framework")), esc(_choices(i.get("choices"))),
+             esc(i.get("runtime")), esc(i.get("version") or "—")] for s, i in sorted(servers.items())]
+    stable = table(["server", "language", "model", "framework", "choices (SPEC: Choices)", "runtime", "version"],
+                   rows, numeric_from=99)
     return f'<dl class="env">{dl}</dl>{stable if rows else ""}'
+
+
+def _choices(c: dict[str, Any] | None) -> str:
+    """The throughput-relevant choices a row declares (SPEC.md), in words."""
+    if not c:
+        return "not declared"
+    writes = {"coalesced": "pipelined responses coalesced", "per-response": "one write per response"}
+    files = {"blocking": "/file read blocking", "async": "/file read async"}
+    return f"{writes.get(c.get('pipelined_writes'), c.get('pipelined_writes'))}; " \
+           f"{files.get(c.get('file_read'), c.get('file_read'))}"
 
 
 def _failures(workloads: list[WorkloadData]) -> str:

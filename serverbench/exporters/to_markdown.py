@@ -61,6 +61,14 @@ def render(run: Any, results: RunResults) -> bytes:
              "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
              "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
              "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]
+    servers = fp.get("servers") or {}
+    if servers:
+        lines += ["| server | framework | model | pipelined writes | /file read |", "|---|---|---|---|---|"]
+        for sid, i in sorted(servers.items()):
+            c = i.get("choices") or {}
+            lines.append(f"| {sid} | {i.get('framework', '')} | {i.get('model', '')} | "
+                         f"{c.get('pipelined_writes', 'not declared')} | {c.get('file_read', 'not declared')} |")
+        lines.append("")
     for wl in results.workloads:
         lines += [f"## {wl.name}", ""]
         if wl.description:
