@@ -12,6 +12,7 @@ from serverbench.catalog import Manifest
 VERSION_TIMEOUT_S = 20.0
 # (version command, PATH, cwd) -> (version, problem); toolchains don't change mid-run
 _version_cache: dict[tuple[str, str, str], tuple[str | None, str | None]] = {}
+_dpkg_cache: dict[str, bool] = {}  # Debian package -> installed
 
 
 @dataclass
@@ -25,8 +26,9 @@ class Availability:
 
 
 def clear_cache() -> None:
-    """Forget cached versions (after installing something)."""
+    """Forget cached versions and package states (after installing something)."""
     _version_cache.clear()
+    _dpkg_cache.clear()
 
 
 def is_root() -> bool:
@@ -70,13 +72,26 @@ def _version(m: Manifest, env: dict[str, str]) -> tuple[str | None, str | None]:
     return result
 
 
+def apt_installed(pkg: str) -> bool:
+    """Is Debian package `pkg` installed? (True where there is no dpkg: nothing to check against.)"""
+    if pkg not in _dpkg_cache:
+        if shutil.which("dpkg-query") is None:
+            return True
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)
+        _dpkg_cache[pkg] = out.returncode == 0 and "install ok installed" in out.stdout
+    return _dpkg_cache[pkg]
+
+
 def check(m: Manifest) -> Availability:
-    """Available = every `requires` executable is on the servers' PATH (.tools/bin first)."""
+    """Available = every `requires` executable is on the servers' PATH (.tools/bin first) and every
+    Debian package of `[install] apt` is installed (headers and modules have no executable to find)."""
     env = server_env(m)
     missing = [r for r in m.requires if shutil.which(r, path=env["PATH"]) is None]
+    missing += [f"apt:{p}" for p in m.install.apt if not apt_installed(p)]
     if missing:
         return Availability(m.id, False, missing, None, install_hint(m),
-                            f"missing executables: {', '.join(missing)}")
+                            f"missing: {', '.join(missing)}")
     version, problem = _version(m, env)
     return Availability(m.id, True, [], version, None, problem)
 

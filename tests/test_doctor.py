@@ -43,7 +43,7 @@ def test_missing_tool_gives_install_hint(servers_root, sandbox_paths) -> None:
     assert not a.available and a.missing == ["serverbench-no-such-deno"] and a.version is None
     assert "apt-get install -y nodejs" in a.install_hint
     assert "npm install --prefix .tools deno@2.5.6" in a.install_hint
-    assert a.reason == "missing executables: serverbench-no-such-deno"
+    assert a.reason == "missing: serverbench-no-such-deno"
 
 
 def test_tools_bin_is_searched_first(servers_root, sandbox_paths) -> None:
@@ -202,3 +202,11 @@ ln -sf ../sbfake/bin/sbfake "$prefix/node_modules/.bin/sbfake"
     assert any("linked sbfake into" in m for m in msgs)
     assert msgs[-1] == "needs-sbfake: now available (sbfake 2.0)"
     assert (paths.LOGS / "install.log").is_file()
+
+
+def test_a_missing_debian_package_makes_a_row_unavailable(servers_root, sandbox_paths) -> None:
+    # headers and modules (libasio-dev, libnginx-mod-http-lua) have no executable `requires` could name
+    write_manifest(servers_root, "hdr", requires=["sh"], install={"apt": ["serverbench-no-such-package-dev"]})
+    a = doctor.check(load(servers_root, "hdr"))
+    assert not a.available and a.missing == ["apt:serverbench-no-such-package-dev"]
+    assert "apt-get install -y serverbench-no-such-package-dev" in a.install_hint
