@@ -19,7 +19,7 @@ from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel
 
 from . import ranking
-from .model import CellRecord
+from .model import CellRecord, ServerProfile
 from .stats import NOISE_CV, Stats, noisy, outliers, summarize
 from .workloads import load_workloads, parse_duration
 
@@ -481,6 +481,8 @@ class RunResults:
 
     run_id: int
     workloads: list[WorkloadData]
+    # the latest `serverbench profile` of each server in the run (cost of ownership; cost.py)
+    profiles: dict[str, ServerProfile] = field(default_factory=dict)
 
     @property
     def groups(self) -> list[Group]:
@@ -553,7 +555,9 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     """(run row, its aggregated results) from the store."""
     from .fingerprint import normalize
     run = store.run(run_id)
-    return run, collect(run_id, store.cells(run_id), normalize(run.fingerprint))
+    results = collect(run_id, store.cells(run_id), normalize(run.fingerprint))
+    results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))
+    return run, results
 
 
 __all__ = ["Group", "GroupFigures", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",

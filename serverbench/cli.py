@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_report, cli_run, cli_verify, left_out
+from serverbench import __version__, build as build_mod, cli_profile, cli_report, cli_run, cli_verify, left_out
 from serverbench import doctor as doctor_mod, paths, supervisor
 from serverbench.catalog import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
@@ -146,7 +146,7 @@ def version() -> None:
     console.print(f"serverbench {__version__}")
 
 
-for _mod in (cli_verify, cli_run, cli_report):
+for _mod in (cli_verify, cli_run, cli_report, cli_profile):
     _mod.register(app)
 
 

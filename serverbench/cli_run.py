@@ -161,8 +161,11 @@ def results_cmd(db: Optional[Path] = typer.Option(None, "--db", help="Results da
 
 # ---------------------------------------------------------------------------------- bench
 def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full sizes (slow) or quick."),
+              cold: bool = typer.Option(False, "--cold/--no-cold",
+                                        help="Also time cold builds in the profile (tens of minutes more)."),
               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
-    """What `make bench` runs: install, build, verify, run `quick` on every verified server, report."""
+    """What `make bench` runs: install, build, verify, run `quick` on every verified server, profile
+    them (`serverbench profile`, cold builds skipped unless --cold), report."""
     from . import build, doctor, install, paths
     from . import workloads as wl
     from .cli_verify import verify_and_show
@@ -196,6 +199,8 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
     result = _measure(store, opts, manifests=[m for m in avail if m.id in passed], workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)
+    from .cli_profile import run_profiles
+    run_profiles(passed, store, cold=cold)
     console.print(f"results DB: {store.path}")
     rp = write_report(store, result.run_id, paths.REPORTS)
     console.print(f"HTML:     {rp.html}\nMarkdown: {rp.markdown}\nCSV:      {rp.csv}")

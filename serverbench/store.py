@@ -11,6 +11,8 @@ Tables (docs/DESIGN.md):
       repetition) — recording the same key again (a resumed run retrying a failed cell)
       replaces the row.
   verdicts(id, server, checked_at, passed, checks_json, folder_hash)  (history; latest wins)
+  profiles(id, server, measured_at, folder_hash, profile_json)  (history; latest wins)
+      profile_json holds a `model.ServerProfile` (`serverbench profile`; version 5)
   schema_version(version)
 
 `metrics_json` holds a `model.CellMetrics` (every figure, with its unit, is documented there);
@@ -28,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .model import CellKey, CellMetrics, CellRecord, LoadgenFormatError, LoadgenReport
+from .model import CellKey, CellMetrics, CellRecord, LoadgenFormatError, LoadgenReport, ServerProfile
 
 class StoreError(Exception):
     """The results database cannot be used (one-line message naming the file and the fix)."""
@@ -153,8 +155,19 @@ def _v4(db: sqlite3.Connection) -> None:
         db.execute("UPDATE cells SET metrics_json=? WHERE id=?", (json.dumps(metrics), cell_id))
 
 
+def _v5(db: sqlite3.Connection) -> None:
+    # What each contestant costs to build, ship and run idle (`serverbench profile`).
+    _script(db, """
+        CREATE TABLE profiles (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            server TEXT NOT NULL, measured_at TEXT NOT NULL, folder_hash TEXT,
+            profile_json TEXT NOT NULL);
+        CREATE INDEX profiles_server ON profiles(server, id);
+    """)
+
+
 # Append only: MIGRATIONS[i] brings a database from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -339,6 +352,24 @@ class Store:
             v = self.verdict(server)
             if v is not None:
                 out[server] = v
+        return out
+
+    # -- profiles -------------------------------------------------------------
+    def record_profile(self, profile: ServerProfile) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO profiles(server, measured_at, folder_hash, profile_json) VALUES (?,?,?,?)",
+                       (profile.server, profile.measured_at, profile.folder_hash, json.dumps(profile.dump())))
+
+    def latest_profile(self, server: str) -> ServerProfile | None:
+        r = self.db.execute("SELECT profile_json FROM profiles WHERE server=? ORDER BY id DESC LIMIT 1",
+                            (server,)).fetchone()
+        return ServerProfile.model_validate(json.loads(r[0])) if r else None
+
+    def latest_profiles(self, servers: list[str] | None = None) -> dict[str, ServerProfile]:
+        """The latest profile of each of `servers` that has one (all servers when None)."""
+        if servers is None:
+            servers = [r[0] for r in self.db.execute("SELECT DISTINCT server FROM profiles ORDER BY server")]
+        out = {s: p for s in servers if (p := self.latest_profile(s)) is not None}
         return out
 
 

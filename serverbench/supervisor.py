@@ -64,6 +64,8 @@ class ServerProcess:
     log_path: Path
     workers: int
     cpus: list[int] | None = None
+    # seconds from starting the process to its first 200 on GET / (to within the poll interval)
+    ready_s: float | None = None
     # set when stopped: did the whole tree exit within STOP_GRACE_S of SIGTERM?
     stopped_cleanly: bool | None = None
     port_released: bool | None = None
@@ -281,9 +283,9 @@ def _indent(text: str) -> str:
     return "\n".join("    " + ln for ln in text.splitlines()) if text.strip() else "    (empty log)"
 
 
-def _wait_ready(srv: ServerProcess, timeout: float) -> None:
+def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: float = POLL_S) -> None:
     assert srv._proc is not None
-    deadline = time.monotonic() + timeout
+    deadline = started + timeout
     while True:
         rc = srv._proc.poll()
         if rc is not None:
@@ -292,13 +294,14 @@ def _wait_ready(srv: ServerProcess, timeout: float) -> None:
                 f"{srv.host}:{srv.port}; log {srv.log_path}, last log lines:\n"
                 f"{_indent(srv.log_tail())}", srv)
         if _probe(srv.host, srv.port):
+            srv.ready_s = time.monotonic() - started
             return
         if time.monotonic() >= deadline:
             raise ServerStartError(
                 f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port} "
                 f"within {timeout:g} s; log {srv.log_path}, last log lines:\n"
                 f"{_indent(srv.log_tail())}", srv)
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
 
 
 def _register(srv: ServerProcess) -> None:
@@ -318,8 +321,9 @@ def _unregister(srv: ServerProcess) -> None:
 @contextmanager
 def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None = None,
                workers: int | None = None, log_path: Path | None = None,
-               ready_timeout: float = 30.0) -> Iterator[ServerProcess]:
-    """Start `m`, wait for `GET /` → 200, yield it, and stop its whole process tree."""
+               ready_timeout: float = 30.0, ready_poll_s: float = POLL_S) -> Iterator[ServerProcess]:
+    """Start `m`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield it, and stop its
+    whole process tree."""
     host = "127.0.0.1"
     port = port or free_port()
     if not port_is_free(host, port):
@@ -333,6 +337,7 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
     env = server_env(m, host=host, port=port, workers=n_workers)
     parent = os.getpid()
     with open(log_path, "wb") as log:
+        started = time.monotonic()
         proc = subprocess.Popen(
             pinned(["/bin/sh", "-c", m.run], cpus), cwd=m.dir, env=env,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -343,7 +348,7 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
                         cpus=list(cpus) if cpus else None, _proc=proc)
     _register(srv)
     try:
-        _wait_ready(srv, ready_timeout)
+        _wait_ready(srv, ready_timeout, started, ready_poll_s)
         yield srv
     finally:
         # if a second Ctrl-C interrupts this, the server stays registered for stop_all()

@@ -159,3 +159,28 @@ def test_cli_report_prints_three_paths(built, tmp_path: Path) -> None:
     assert all(p.exists() for p in printed)
     missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 2 and "no results database" in missing.output
+
+
+def test_cost_of_ownership_section(built) -> None:
+    """Each server's latest profile beside its prantl-wrk throughput, grouped by model, in every format."""
+    store, run_id, paths = built
+    md = paths.markdown.read_text()
+    header, *rows = _md_table(md, "## Cost of ownership")
+    assert header[:4] == ["model", "server", "language", "code lines (own + shared)"]
+    # four profiled servers (python-asyncio has no profile), models in SPEC order, each named once
+    assert [r[1] for r in rows] == ["java-threads", "node-http", "rust-tokio", "go-nethttp"]
+    assert [r[0] for r in rows] == ["thread-per-connection", "event-loop", "async-work-stealing", "green-threads"]
+    java = rows[0]
+    assert java[header.index("RSS per 1,000 idle conns MiB")] == "273.44 (at 32, 64)"  # bounded: up to 64
+    assert java[header.index("cold build s")] == "75.0 (+5.0 download)"
+    rps = float(rows[2][header.index("prantl-wrk req/s")].replace(",", ""))
+    from serverbench import aggregate
+    _, results = aggregate.load(store, run_id)
+    tokio = results.group("prantl-wrk", "c=400", "rust-tokio")
+    assert rps == pytest.approx(tokio.rps.median, abs=1)
+    html = paths.html.read_text()
+    assert 'id="cost-of-ownership"' in html and "the trade-off" in html
+    from serverbench.exporters import get
+    doc = __import__("json").loads(get("json").render(*aggregate.load(store, run_id)))
+    assert sorted(doc["profiles"]) == ["go-nethttp", "java-threads", "node-http", "rust-tokio"]
+    assert doc["profiles"]["rust-tokio"]["startup_ms"] == 4.0

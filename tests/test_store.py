@@ -125,7 +125,7 @@ def test_migrates_an_older_schema(tmp_path: Path) -> None:
                     "VALUES (1,'s','w','p',1,'ok',?)", (json.dumps({"rps": rps}),))
     con.close()
     s = Store(db)
-    assert s.schema_version() == SCHEMA_VERSION == 4
+    assert s.schema_version() == SCHEMA_VERSION == 5
     assert s.run(1).owner is None and s.run(1).shown_status == "finished"
     [c] = s.cells(1)
     assert c.metrics.rps == 2.0
@@ -137,7 +137,7 @@ def test_migrates_the_v3_fixture_database(tmp_path: Path) -> None:
     db = tmp_path / "v3.db"
     db.write_bytes(V3_DB.read_bytes())
     s = Store(db)
-    assert s.schema_version() == 4
+    assert s.schema_version() == 5
     run = s.run(1)
     assert run.status == "finished" and run.error is None and run.options["repeat"] == 2
     cells = s.cells(1)

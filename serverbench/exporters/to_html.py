@@ -19,6 +19,8 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from .to_markdown import errors_cell, rate_cell
+from .. import cost
+from ..cost_charts import cost_bar, lines_chart, tradeoff_chart
 from ..fingerprint import normalize
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
 
@@ -359,6 +361,27 @@ BOOT = """
 """
 
 
+def _cost_of_ownership(page: Page, results: RunResults) -> None:
+    """Each server's latest profile (`serverbench profile`): the table by model, then the charts."""
+    rows = cost.cost_rows(results)
+    if not rows:
+        return
+    page.heading(2, "Cost of ownership")
+    page.add(f'<p class="desc">{esc(cost.NOTE.replace("`", ""))}</p>')
+    page.add(table(cost.COLUMNS, [[esc(c) for c in r] for r in cost.table(rows)], numeric_from=3))
+    page.add(warnings_html([("", Warning("profile", "warning", "", p)) for p in cost.problems(rows)]))
+    page.chart(lines_chart(rows), "")
+    page.chart(cost_bar(rows, lambda r: r.profile.startup_ms, "start-up: process start → first 200 on GET / "
+                        "(median; log scale)", "ms", ",.1f", log=True), "")
+    page.chart(cost_bar(rows, lambda r: None if r.profile.idle_rss_bytes is None else r.profile.idle_rss_bytes / 2**20,
+                        "idle memory: RSS of the process tree 2 s after ready", "MiB", ",.1f"), "")
+    page.chart(cost_bar(rows, lambda r: r.rss_per_1000_mib, "memory per 1,000 idle keep-alive connections "
+                        "(slope between the two levels)", "MiB", ",.2f"), "")
+    if any(r.rps is not None for r in rows):
+        page.chart(tradeoff_chart(rows), "", "Throughput from this run; code size and memory from each server's "
+                   "latest profile.")
+
+
 def render(run: Any, results: RunResults) -> bytes:
     """The whole report page as one self-contained HTML document."""
     workloads = results.workloads
@@ -369,6 +392,7 @@ def render(run: Any, results: RunResults) -> bytes:
     page.add(_overview(workloads))
     for wl in workloads:
         _workload_section(page, wl)
+    _cost_of_ownership(page, results)
     page.heading(2, "Failed and skipped cells")
     page.add(_failures(workloads))
 

@@ -20,6 +20,7 @@ def render(run: Any, results: RunResults) -> bytes:
         "run": asdict(run),
         "groups": [g.figures.model_dump(mode="json") for g in results.groups],
         "warnings": [asdict(w) for g in results.groups for w in g.warnings],
+        "profiles": {s: p.dump() for s, p in results.profiles.items()},
         "cells": [_cell(c) for g in results.groups for c in g.ok + g.bad],
     }
     return (json.dumps(doc, indent=1, default=str) + "\n").encode("utf-8")

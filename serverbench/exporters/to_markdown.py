@@ -7,6 +7,7 @@ from typing import Any
 from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
+from .. import cost
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
            "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
@@ -52,6 +53,17 @@ def _row(g: Group, kind: str) -> list[str]:
                    fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
 
 
+def cost_of_ownership(results: RunResults) -> list[str]:
+    """Each server's latest profile (`serverbench profile`), grouped by concurrency model."""
+    rows = cost.cost_rows(results)
+    if not rows:
+        return []
+    lines = ["## Cost of ownership", "", cost.NOTE, "", "| " + " | ".join(cost.COLUMNS) + " |",
+             "|" + "|".join("---" for _ in cost.COLUMNS) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cost.table(rows)]
+    return lines + [""] + [f"- ⚠ {p}" for p in cost.problems(rows)] + [""]
+
+
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
@@ -93,6 +105,7 @@ def render(run: Any, results: RunResults) -> bytes:
             if warns:
                 lines += [""] + [f"- ⚠ {w}" for w in warns]
             lines.append("")
+    lines += cost_of_ownership(results)
     return "\n".join(lines).encode("utf-8")
 
 
