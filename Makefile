@@ -7,7 +7,7 @@ SB := $(VENV)/bin/serverbench
 LOADGEN := loadgen/target/release/loadgen
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: bench test system venv loadgen tools build verify pytest cargo-test clean
+.PHONY: bench test system venv loadgen tools build verify pytest cargo-test clean crosscheck-tools
 
 bench: system venv loadgen
 	$(SB) bench
@@ -36,6 +36,11 @@ loadgen:
 # Toolchains the contestants need (apt/npm, from each server.toml's [install]).
 tools: venv
 	$(SB) install
+
+# The load tools `serverbench crosscheck` compares loadgen with (wrk, ab, oha, hey, k6, drill,
+# Locust) at pinned versions, into .tools/; not part of `test` (its tests use recorded outputs).
+crosscheck-tools:
+	bash scripts/install-crosscheck-tools.sh
 
 build: venv
 	$(SB) build

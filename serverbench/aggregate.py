@@ -19,6 +19,7 @@ from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel
 
 from . import ranking
+from .aggregate_tools import ToolsCompared, compare_tools
 from .model import CellRecord, ServerProfile
 from .stats import NOISE_CV, Stats, noisy, outliers, summarize
 from .workloads import load_workloads, parse_duration
@@ -481,6 +482,7 @@ class RunResults:
 
     run_id: int
     workloads: list[WorkloadData]
+    tools: list[ToolsCompared] = field(default_factory=list)  # cross-check cells (aggregate_tools)
     # the latest `serverbench profile` of each server in the run (cost of ownership; cost.py)
     profiles: dict[str, ServerProfile] = field(default_factory=dict)
 
@@ -518,7 +520,10 @@ def _kind(name: str, groups: list[Group], catalog: dict[str, Any]) -> str:
 
 def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
             catalog: dict[str, Any] | None = None) -> RunResults:
-    """Group cells into workloads → points → servers and rank each point."""
+    """Group cells into workloads → points → servers and rank each point; cross-check cells
+    (those with `metrics.tool`) go to `RunResults.tools` instead (aggregate_tools)."""
+    tools = compare_tools([c for c in cells if c.metrics.tool is not None])
+    cells = [c for c in cells if c.metrics.tool is None]
     servers_info = (fingerprint or {}).get("servers") or {}
     if catalog is None:
         catalog = load_workloads(errors=[])
@@ -548,7 +553,7 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         wl = catalog.get(name)
         out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
                                 _p99_limit_us(name, groups, catalog), kind))
-    return RunResults(run_id, out)
+    return RunResults(run_id, out, tools=tools)
 
 
 def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
@@ -560,5 +565,5 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     return run, results
 
 
-__all__ = ["Group", "GroupFigures", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
+__all__ = ["Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
            "merge_histograms", "hist_percentiles", "point_key", "PCTS"]

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_profile, cli_report, cli_run, cli_verify, left_out
+from serverbench import __version__, build as build_mod, cli_crosscheck, cli_profile, cli_report, cli_run, cli_verify, left_out
 from serverbench import doctor as doctor_mod, paths, supervisor
 from serverbench.catalog import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
@@ -94,6 +94,7 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
     tools.add_row("open files limit", _yes(hard >= 20000 or hard == resource.RLIM_INFINITY),
                   f"soft {soft}, hard {hard} (servers get the hard limit)")
     console.print(tools)
+    console.print(cli_crosscheck.tools_table())
 
 
 @app.command("list")
@@ -146,7 +147,7 @@ def version() -> None:
     console.print(f"serverbench {__version__}")
 
 
-for _mod in (cli_verify, cli_run, cli_report, cli_profile):
+for _mod in (cli_verify, cli_run, cli_report, cli_profile, cli_crosscheck):
     _mod.register(app)
 
 

@@ -112,6 +112,38 @@ class CapacityStep(BaseModel):
     client_saturated: bool = False
 
 
+class ToolRun(BaseModel):
+    """A cross-check cell: one load tool (an established one, or loadgen) driving the workload as
+    that tool's own command line expresses it, with what the server counted meanwhile."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str = Field(description="wrk | ab | oha | hey | k6 | drill | locust | loadgen")
+    tool_version: str | None = Field(None, description="the tool's own version line")
+    source_workload: str = Field(description="the workload translated (its path replaced by /tenth?ms=0)")
+    source_point: str = Field("", description="the label of the workload point translated")
+    mode: str = Field("closed", description="the point's load model: closed | open | sessions")
+    reason: str | None = Field(None, description="why the tool cannot express the workload (cell skipped)")
+    command: list[str] = Field(default_factory=list, description="the tool's argv as run (pinning excluded)")
+    script: str | None = Field(None, description="k6 script, drill benchmark or locustfile, when one is used")
+    reported_rps: float | None = Field(None, description="the rate the tool printed, as it defines it")
+    reported_requests: int | None = Field(None, description="requests the tool says completed (any status)")
+    reported_duration_s: float | None = Field(None, description="the run time the tool printed")
+    server_counted: int | None = Field(None, description="requests the server answered: /tenth counter after "
+                                                         "- before - 1 (the 'after' read itself)")
+    server_basis_s: float | None = Field(None, description="seconds the server's count is divided by: the tool's "
+                                                           "own duration, else its wall time")
+    wall_s: float | None = Field(None, description="the tool process's wall time, start-up included")
+    cores: int | None = Field(None, description="cores the tool could use (the saturation denominator)")
+    client_cpu_peak_percent: float | None = Field(None, description="the tool's busiest 0.2 s (sampled), 100 = one "
+                                                                   "core; the mean (client_cpu_percent) includes its "
+                                                                   "start-up")
+    co_corrected: bool = Field(False, description="latency counted from intended send times "
+                                                  "(coordinated omission corrected)")
+    latency_reported: bool = Field(True, description="the tool prints latency percentiles")
+    exit_code: int | None = None
+    notes: list[str] = Field(default_factory=list, description="how the workload was translated, caps, caveats")
+
+
 class CellMetrics(BaseModel):
     """Every figure stored with a cell (None = not applicable to this cell)."""
 
@@ -179,6 +211,8 @@ class CellMetrics(BaseModel):
     capacity_ceiling: bool | None = Field(None, description="every step held: capacity is a lower bound")
     capacity_client_bound: bool | None = Field(None, description="the failing step saturated the client")
     steps: list[CapacityStep] | None = None
+    # cross-check cells (`serverbench crosscheck`): the tool, its command and the server's count
+    tool: ToolRun | None = None
 
     @property
     def error_share(self) -> float | None:
@@ -325,5 +359,5 @@ class CellRecord:
 
 
 __all__ = ["LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
-           "CellMetrics", "CapacityStep", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
+           "CellMetrics", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
            "ServerProfile", "RssLevel"]

@@ -18,6 +18,7 @@ from ..aggregate import Group, PointData, RunResults, Warning, WorkloadData
 from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color,
                       p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
+from . import tools_section
 from .to_markdown import errors_cell, rate_cell
 from .. import cost
 from ..cost_charts import cost_bar, lines_chart, tradeoff_chart
@@ -382,6 +383,22 @@ def _cost_of_ownership(page: Page, results: RunResults) -> None:
                    "latest profile.")
 
 
+def _tools_compared(page: Page, results: RunResults) -> None:
+    """Cross-check runs: per point, each server's tools side by side, the finding, the commands."""
+    if not results.tools:
+        return
+    page.heading(2, "Tools compared")
+    page.add(f"<p>{esc(tools_section.INTRO.replace('`', ''))}</p>")
+    for tc in results.tools:
+        page.heading(3, tools_section.title(tc))
+        for server in tc.servers:
+            page.add(f"<h4>{esc(server)}</h4>" + table(tools_section.HEADERS,
+                     [[esc(c) for c in tools_section.cells(r)] for r in tc.on(server)], numeric_from=2))
+        items = "".join(f"<li>{esc(n.replace('`', ''))}</li>" for n in tools_section.notes(tc))
+        page.add(f"<p>{esc(tc.finding)}</p><details><summary>commands and translation notes</summary>"
+                 f"<ul>{items}</ul></details>")
+
+
 def render(run: Any, results: RunResults) -> bytes:
     """The whole report page as one self-contained HTML document."""
     workloads = results.workloads
@@ -393,6 +410,7 @@ def render(run: Any, results: RunResults) -> bytes:
     for wl in workloads:
         _workload_section(page, wl)
     _cost_of_ownership(page, results)
+    _tools_compared(page, results)
     page.heading(2, "Failed and skipped cells")
     page.add(_failures(workloads))
 

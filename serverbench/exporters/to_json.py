@@ -20,6 +20,8 @@ def render(run: Any, results: RunResults) -> bytes:
         "run": asdict(run),
         "groups": [g.figures.model_dump(mode="json") for g in results.groups],
         "warnings": [asdict(w) for g in results.groups for w in g.warnings],
+        "tools": [{"workload": tc.workload, "point": tc.point, "finding": tc.finding,
+                   "rows": [r.model_dump(mode="json") for r in tc.rows]} for tc in results.tools],
         "profiles": {s: p.dump() for s, p in results.profiles.items()},
         "cells": [_cell(c) for g in results.groups for c in g.ok + g.bad],
     }

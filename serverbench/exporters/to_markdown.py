@@ -6,6 +6,7 @@ from typing import Any
 
 from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
+from . import tools_section
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
 from .. import cost
 
@@ -64,6 +65,24 @@ def cost_of_ownership(results: RunResults) -> list[str]:
     return lines + [""] + [f"- ⚠ {p}" for p in cost.problems(rows)] + [""]
 
 
+def tools_compared(results: RunResults) -> list[str]:
+    """The "tools compared" section: per cross-checked point, each server's tools, then the finding."""
+    if not results.tools:
+        return []
+    lines = ["## tools compared", "", tools_section.INTRO, ""]
+    for tc in results.tools:
+        lines += [f"### {tools_section.title(tc)}", ""]
+        for server in tc.servers:
+            lines += [f"**{server}**", "", "| " + " | ".join(tools_section.HEADERS) + " |",
+                      "|" + "|".join("---" for _ in tools_section.HEADERS) + "|"]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in tools_section.cells(r)) + " |"
+                      for r in tc.on(server)]
+            lines.append("")
+        lines += [tc.finding, ""]
+        lines += [f"- {n}" for n in tools_section.notes(tc)] + [""]
+    return lines
+
+
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
@@ -106,6 +125,7 @@ def render(run: Any, results: RunResults) -> bytes:
                 lines += [""] + [f"- ⚠ {w}" for w in warns]
             lines.append("")
     lines += cost_of_ownership(results)
+    lines += tools_compared(results)
     return "\n".join(lines).encode("utf-8")
 
 

@@ -1,0 +1,52 @@
+"""Server-side truth: the contract's shared /tenth counter, read before and after a tool's run.
+
+`GET /tenth?ms=0` increments the counter and answers its new value, so the read itself counts:
+with `before` and `after` the values the two reads returned, the tool's requests that the server
+handled in between are `after - before - 1`.
+"""
+from __future__ import annotations
+
+import http.client
+from urllib.parse import urlsplit
+
+COUNTER_PATH = "/tenth?ms=0"
+
+
+class CounterError(Exception):
+    """The counter could not be read (one line naming the server URL and what it answered)."""
+
+
+def read_counter(base_url: str, timeout: float = 5.0) -> int:
+    """The counter's value after this read's own increment."""
+    u = urlsplit(base_url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", COUNTER_PATH, headers={"Connection": "close"})
+        resp = conn.getresponse()
+        body = resp.read().decode(errors="replace").strip()
+    except (OSError, http.client.HTTPException) as e:
+        raise CounterError(f"{base_url}{COUNTER_PATH}: {e}; is the server still running?") from None
+    finally:
+        conn.close()
+    if resp.status != 200 or not body.isdigit():
+        raise CounterError(f"{base_url}{COUNTER_PATH} answered {resp.status} {body[:40]!r}, not a counter value; "
+                           "fix the server's /tenth (SPEC.md)")
+    return int(body)
+
+
+def answered(before: int, after: int) -> int:
+    """Requests the server handled between two reads, excluding the second read itself."""
+    if after <= before:
+        raise CounterError(f"the counter went from {before} to {after}: it must grow by at least the read "
+                           "itself; a per-process counter or a restarted server cannot be used")
+    return after - before - 1
+
+
+def rate(count: int | None, seconds: float | None) -> float | None:
+    """Requests per second, None when either figure is missing or the time is not positive."""
+    if count is None or not seconds or seconds <= 0:
+        return None
+    return count / seconds
+
+
+__all__ = ["read_counter", "answered", "rate", "CounterError", "COUNTER_PATH"]

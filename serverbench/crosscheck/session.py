@@ -1,0 +1,274 @@
+"""A cross-check: servers × workload points × tools → one stored cell each, with the server's count.
+
+Per (repetition, server): the server starts fresh, pinned like a run; an unrecorded loadgen warm-up
+on /tenth?ms=0; then per point each tool in turn — loadgen first (its count sizes drill and ab on
+duration points), the others in the order asked (reversed on even repetitions) — each between two
+reads of the server's /tenth counter, with the server's process tree sampled. Cells go into a run
+of their own under the workload `crosscheck:<name>`, point `<label> · <tool>`; the figures that
+only a cross-check has are the cell's `CellMetrics.tool` (model.ToolRun). Nothing here judges:
+aggregate_tools.py does.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import paths, supervisor
+from ..events import CellFinished, CellStarted, Listener, RunEnded, RunStarted, ignore
+from ..fingerprint import fingerprint as take_fingerprint
+from ..loadgen import SATURATION, LoadgenError, run_loadgen
+from ..model import CellMetrics, CellRecord, RunOptions, ToolRun
+from ..runner import MatrixResult, _Gate, usage_metrics
+from ..sampler import Sampler
+from ..store import Store, now_iso
+from ..workloads import Point, Workload
+from . import tools as tool_table
+from .execute import run_tool
+from .parsers import ToolFigures, ToolOutputError, parse
+from .servercount import CounterError, answered, read_counter
+from .translate import CROSSCHECK_PATH, Invocation, Unsupported, translate
+
+PREFIX = "crosscheck:"
+SAMPLE_INTERVAL = 0.2
+SETTLE_S = 0.5  # between two tools: let the previous one's connections close
+WARMUP_CONNECTIONS = 64
+
+
+class CrosscheckError(Exception):
+    """The cross-check cannot start (one line naming the thing and the fix)."""
+
+
+@dataclass
+class CrosscheckOptions:
+    servers: list[str]
+    workload: str
+    tools: list[str]
+    repeat: int = 1
+    full: bool = False
+    duration: str | None = None
+    server_cpus: list[int] | None = None
+    client_cpus: list[int] | None = None
+    allow_unverified: bool = False
+
+
+def workload_name(source: str) -> str:
+    return PREFIX + source
+
+
+def check_servers(manifests: list[Any]) -> None:
+    """Refuse rows whose /tenth counter is per process: the count would miss the other processes."""
+    for m in manifests:
+        if m.counter == "per-process":
+            raise CrosscheckError(f"server {m.id!r} counts /tenth per process (counter = \"per-process\"), so its "
+                                  "counter cannot tell what the whole server answered; cross-check a row with a "
+                                  "shared counter")
+
+
+def check_workload(w: Workload, full: bool) -> None:
+    pts = w.size(full).points
+    if all(p.mode == "capacity" for p in pts):
+        raise CrosscheckError(f"workload {w.name!r} is a capacity search stepped by serverbench's runner; "
+                              "cross-check a closed or open workload such as prantl-wrk")
+
+
+def ordered_tools(chosen: list[str], rep: int) -> list[str]:
+    """loadgen first (its count sizes count-only tools), the rest as asked, reversed on even reps."""
+    rest = [t for t in chosen if t != "loadgen"]
+    if rep % 2 == 0:
+        rest.reverse()
+    return (["loadgen"] if "loadgen" in chosen else []) + rest
+
+
+def _point(p: Point, duration: str | None) -> Point:
+    if duration and p.mode != "capacity":
+        return p.model_copy(update={"duration": duration, "requests": None, "time_limit": None})
+    return p
+
+
+class Session:
+    def __init__(self, store: Store, opts: CrosscheckOptions, manifests: list[Any], workload: Workload,
+                 run_id: int, emit: Listener) -> None:
+        self.store, self.opts, self.manifests, self.w = store, opts, manifests, workload
+        self.run_id, self.emit = run_id, emit
+        self.gate = _Gate(store, opts.allow_unverified)
+        self.size = workload.size(opts.full)
+        self.points = [_point(p, opts.duration) for p in self.size.points]
+
+    def planned_seconds(self) -> float:
+        per = sum(p.planned_seconds() + 2.0 for p in self.points) * len(self.opts.tools)
+        return (per + self.size.warmup_seconds()) * len(self.manifests) * self.opts.repeat
+
+    def _record(self, cell: CellRecord, advance: float) -> None:
+        self.store.record_cell(self.run_id, cell)
+        self.emit(CellFinished(cell, advance))
+
+    def run(self) -> None:
+        for rep in range(1, self.opts.repeat + 1):
+            for m in (self.manifests if rep % 2 else self.manifests[::-1]):
+                reason = self.gate.reason(m)
+                if reason is not None:
+                    for p in self.points:
+                        for t in self.opts.tools:
+                            self._record(self._cell(m.id, p, t, rep, "skipped", reason), 0.0)
+                    continue
+                self._server(m, rep)
+
+    def _cell(self, server: str, p: Point, tool: str, rep: int, status: str, error: str | None = None,
+              run: ToolRun | None = None) -> CellRecord:
+        run = run or ToolRun(tool=tool, source_workload=self.w.name, source_point=p.label, mode=p.mode)
+        return CellRecord(server, workload_name(self.w.name), f"{p.label} · {tool}", rep, status, error=error,
+                          started_at=now_iso(), finished_at=now_iso(),
+                          metrics=CellMetrics(kind=self.w.kind, tool=run))
+
+    def _server(self, m: Any, rep: int) -> None:
+        log = paths.LOGS / f"run-{self.run_id}" / f"{m.id}.crosscheck.r{rep}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.emit(CellStarted(f"{m.id} · crosscheck {self.w.name} · r{rep}: starting"))
+        try:
+            with supervisor.run_server(m, cpus=self.opts.server_cpus, log_path=log) as srv:
+                self._warmup(srv)
+                for p in self.points:
+                    hint: int | None = None
+                    for tool in ordered_tools(self.opts.tools, rep):
+                        self.emit(CellStarted(f"{m.id} · {self.w.name} · {p.label} · {tool} · r{rep}"))
+                        cell, figures = self._measure(srv, m, p, tool, rep, hint)
+                        if tool == "loadgen" and figures is not None:
+                            hint = figures.requests
+                        self._record(cell, p.planned_seconds() + 2.0)
+                        time.sleep(SETTLE_S)
+        except supervisor.ServerStartError as e:
+            for p in self.points:
+                for t in self.opts.tools:
+                    self._record(self._cell(m.id, p, t, rep, "failed",
+                                            f"server did not start: {str(e).splitlines()[0]}"), 0.0)
+
+    def _warmup(self, srv: Any) -> None:
+        if not self.size.warmup:
+            return
+        p0 = self.points[0]
+        warm = Point(label="warmup", mode="closed", path=CROSSCHECK_PATH, duration=self.size.warmup,
+                     connections=min(WARMUP_CONNECTIONS, p0.connections or p0.users or WARMUP_CONNECTIONS),
+                     keepalive=p0.keepalive, timeout=p0.timeout)
+        try:
+            run_loadgen(srv.url, warm, default_path=CROSSCHECK_PATH, client_cpus=self.opts.client_cpus)
+        except LoadgenError:
+            pass  # a failing server shows in the measured cells, with their own errors
+
+    def _measure(self, srv: Any, m: Any, p: Point, tool: str, rep: int,
+                 hint: int | None) -> tuple[CellRecord, ToolFigures | None]:
+        cores = len(self.opts.client_cpus or supervisor.online_cpus())
+        inv = translate(tool, p, srv.url, cores, count_hint=hint)
+        version = tool_table.version(tool)
+        base = ToolRun(tool=tool, tool_version=version, source_workload=self.w.name, source_point=p.label,
+                       mode=p.mode)
+        if isinstance(inv, Unsupported):
+            base.reason = inv.reason
+            return self._cell(m.id, p, tool, rep, "skipped", f"cannot express: {inv.reason}", base), None
+        base.command, base.script, base.notes = [tool, *inv.args], inv.script, list(inv.notes)
+        base.co_corrected, base.cores = inv.co_corrected, inv.cores
+        exe = tool_table.find(tool)
+        if exe is None:
+            return self._cell(m.id, p, tool, rep, "skipped", f"{tool} is not installed; "
+                              f"{tool_table.get(tool).install_hint()}", base), None
+        cell = self._cell(m.id, p, tool, rep, "ok", run=base)
+        usage = None
+        try:
+            if not srv.alive():
+                raise CounterError(f"server exited with code {srv.returncode()} before this tool")
+            before = read_counter(srv.url)
+            sampler = Sampler(srv.pid, interval=SAMPLE_INTERVAL).start()
+            try:
+                out = run_tool(exe, inv, self.opts.client_cpus)
+            finally:
+                usage = sampler.stop().to_dict()
+            after = read_counter(srv.url)
+            base.server_counted = answered(before, after)
+        except CounterError as e:
+            cell.status, cell.error = "failed", str(e)
+            cell.log_tail = srv.log_tail(30)
+            cell.metrics = CellMetrics.model_validate({**usage_metrics(usage), "kind": self.w.kind, "tool": base})
+            return cell, None
+        base.command, base.wall_s, base.exit_code = out.argv, round(out.wall_s, 3), out.exit_code
+        base.client_cpu_peak_percent = out.cpu_peak_percent
+        if out.killed:
+            base.notes.append(f"killed after {inv.limit_s:.0f} s (its deadline); figures are what it had printed")
+        figures: ToolFigures | None = None
+        try:
+            figures = parse(tool, out.stdout, out.stderr, out.files)
+        except (ToolOutputError, ValueError, KeyError) as e:
+            cell.status = "failed"
+            cell.error = f"{tool} exited with code {out.exit_code}: {e}" if not out.killed else \
+                f"{tool} was killed at its {inv.limit_s:.0f} s deadline: {e}"
+            cell.log_tail = "\n".join((out.stdout + "\n" + out.stderr).strip().splitlines()[-30:])
+        fig = figures or ToolFigures()
+        base.reported_rps, base.reported_requests = fig.reported_rps, fig.requests
+        base.reported_duration_s = fig.duration_s
+        base.notes += fig.notes
+        base.latency_reported = fig.p50_us is not None or fig.p99_us is not None
+        base.server_basis_s = fig.duration_s or (inv.planned_s if p.duration and not out.killed else out.wall_s)
+        if not fig.duration_s:
+            what = "planned duration" if p.duration and not out.killed else "wall time"
+            base.notes.append(f"{tool} prints no run time: the server's count is divided by its {what} "
+                              f"({base.server_basis_s:.2f} s)")
+        pct = out.cpu_percent()
+        cell.loadgen = fig.loadgen
+        cell.metrics = CellMetrics.model_validate({
+            **usage_metrics(usage), "kind": self.w.kind, "tool": base,
+            "requests": fig.requests, "ok": fig.ok, "errors": fig.errors, "timeouts": fig.timeouts,
+            "error_classes": fig.error_classes, "p50_us": fig.p50_us, "p90_us": fig.p90_us, "p99_us": fig.p99_us,
+            "max_us": fig.max_us, "duration_s": fig.duration_s,
+            "rps": fig.ok / fig.duration_s if fig.ok is not None and fig.duration_s else None,
+            "connections": p.connections if p.mode == "closed" else None, "users": p.users,
+            "target_rate": float(p.rate) if isinstance(p.rate, (int, float)) else None,
+            "client_cpu_percent": round(pct, 1),
+            "client_saturated": pct >= SATURATION * 100.0 * inv.cores,  # loadgen.py's rule
+        })
+        cell.finished_at = now_iso()
+        return cell, figures
+
+
+def run_crosscheck(store: Store, opts: CrosscheckOptions, manifests: list[Any], workload: Workload,
+                   on_event: Listener = ignore) -> MatrixResult:
+    """Measure every (server, point, tool) into a new run; the run ends finished, interrupted or failed."""
+    check_servers(manifests)
+    check_workload(workload, opts.full)
+    if opts.server_cpus is None or opts.client_cpus is None:
+        s_cpus, c_cpus = supervisor.default_cpu_split()
+        opts.server_cpus = opts.server_cpus if opts.server_cpus is not None else s_cpus
+        opts.client_cpus = opts.client_cpus if opts.client_cpus is not None else c_cpus
+    fp = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
+    fp["crosscheck_tools"] = {t: tool_table.version(t) for t in opts.tools}
+    run_opts = RunOptions(servers=[m.id for m in manifests], workloads=[workload_name(workload.name)],
+                          repeat=opts.repeat, duration=opts.duration, full=opts.full,
+                          server_cpus=opts.server_cpus, client_cpus=opts.client_cpus,
+                          allow_unverified=opts.allow_unverified)
+    run_id = store.new_run(fp, {**run_opts.to_dict(), "crosscheck": {"workload": workload.name,
+                                                                      "tools": opts.tools}})
+    session = Session(store, opts, manifests, workload, run_id, on_event)
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(opts.client_cpus) or own)  # the harness stays off the server's CPUs
+    on_event(RunStarted(run_id, False, len(manifests), 1, opts.repeat, session.planned_seconds(),
+                        list(opts.server_cpus), list(opts.client_cpus)))
+    status, error = "failed", "the cross-check ended before its plan completed"
+    try:
+        session.run()
+        status, error = "finished", None
+    except KeyboardInterrupt:
+        status, error = "interrupted", None
+    except BaseException as e:
+        error = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        os.sched_setaffinity(0, own)
+        store.finish_run(run_id, status, error)
+        cells = store.cells(run_id)
+        res = MatrixResult(run_id, status, sum(c.status == "ok" for c in cells),
+                           sum(c.status == "failed" for c in cells), sum(c.status == "skipped" for c in cells), error)
+        on_event(RunEnded(run_id, status, error, res.ok, res.failed, res.skipped))
+    return res
+
+
+__all__ = ["run_crosscheck", "CrosscheckOptions", "CrosscheckError", "ordered_tools", "workload_name", "PREFIX",
+           "check_servers", "check_workload"]
