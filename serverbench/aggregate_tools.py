@@ -20,7 +20,9 @@ from .loadgen import SATURATION  # the client-bound rule: CPU >= 90 % of the cor
 from .model import CellRecord
 
 SELF_REPORT_TOLERANCE = 0.05  # a tool's rate within 5 % of the server's count agrees with it
-SERVER_IDLE_SHARE = 0.85  # server CPU below this share of the best tool's: the server was waiting
+SERVER_IDLE_SHARE = 0.85
+COSTLIER = 3.0  # a tool spending this many times the CPU per request of the fastest one is its own limit
+BUSY_SERVER = 80.0  # server CPU % below which, even under the fastest tool, the rates are lower bounds  # server CPU below this share of the best tool's: the server was waiting
 
 
 class ToolRow(BaseModel):
@@ -37,6 +39,8 @@ class ToolRow(BaseModel):
     reps_ok: int = 0
     reported_rps: float | None = None
     server_counted_rps: float | None = None
+    server_counted_rps_min: float | None = None  # spread over the repetitions
+    server_counted_rps_max: float | None = None
     ratio: float | None = None  # reported / server-counted
     requests: int | None = None
     server_counted: int | None = None
@@ -46,6 +50,7 @@ class ToolRow(BaseModel):
     co_corrected: bool = False
     client_cpu_percent: float | None = None
     client_cpu_peak_percent: float | None = None  # busiest 0.2 s; the mean includes the tool's start-up
+    client_cpu_us_per_request: float | None = None  # the tool's CPU (start-up included) per request answered
     cores: int | None = None
     client_bound: bool = False  # loadgen.py's rule on the mean over the tool's wall time
     client_bound_peak: bool = False  # the same rule on its busiest 0.2 s only (start-up excluded)
@@ -58,7 +63,7 @@ class ToolRow(BaseModel):
     def json_object(self) -> dict:
         """The `crosscheck --json` object: the asked-for keys first, then context."""
         keys = ("tool", "version", "reported_rps", "server_counted_rps", "p50_us", "p99_us", "client_cpu_percent",
-                "notes", "client_cpu_peak_percent", "server", "workload", "point", "status", "reason", "ratio", "client_bound", "client_bound_peak", "co_corrected",
+                "notes", "client_cpu_peak_percent", "server", "workload", "point", "status", "reason", "ratio", "client_bound", "client_bound_peak", "client_cpu_us_per_request", "co_corrected",
                 "server_cpu_percent", "errors", "timeouts")
         d = self.model_dump(mode="json")
         return {k: d[k] for k in keys}
@@ -108,7 +113,13 @@ def _row(cells: list[CellRecord]) -> ToolRow:
         return row
     tools = [c.metrics.tool for c in ok]
     row.reported_rps = _median(t.reported_rps for t in tools if t)
-    row.server_counted_rps = _median(rate(t.server_counted, t.server_basis_s) for t in tools if t)
+    counted = [r for t in tools if t and (r := rate(t.server_counted, t.server_basis_s)) is not None]
+    row.server_counted_rps = _median(counted)
+    row.server_counted_rps_min, row.server_counted_rps_max = (min(counted), max(counted)) if counted else (None, None)
+    row.client_cpu_us_per_request = _median(
+        c.metrics.client_cpu_percent / 100 * c.metrics.tool.wall_s * 1e6 / c.metrics.tool.server_counted
+        for c in ok if c.metrics.tool and c.metrics.tool.server_counted and c.metrics.tool.wall_s
+        and c.metrics.client_cpu_percent is not None)
     if row.reported_rps is not None and row.server_counted_rps:
         row.ratio = row.reported_rps / row.server_counted_rps
     row.requests = sum(c.metrics.requests or 0 for c in ok) if any(c.metrics.requests is not None for c in ok) \
@@ -125,7 +136,7 @@ def _row(cells: list[CellRecord]) -> ToolRow:
     row.server_cpu_percent = _median(c.metrics.cpu_percent for c in ok)
     row.errors = sum(c.metrics.errors or 0 for c in ok)
     row.timeouts = sum(c.metrics.timeouts or 0 for c in ok)
-    row.notes = list(dict.fromkeys(n for t in tools if t for n in t.notes))
+    row.notes = list(tools[0].notes) if tools[0] else []  # the first repetition's (counts differ per run)
     row.command = tools[0].command if tools[0] else []
     return row
 
@@ -163,7 +174,7 @@ def _cause(low: ToolRow, high: ToolRow) -> str:
     waited = srv_low is not None and srv_high and srv_low < SERVER_IDLE_SHARE * srv_high
     server_part = (f" while the server's CPU stayed at {srv_low:.0f} % (against {srv_high:.0f} % under {high.tool}): "
                    "the server was waiting for requests" if waited and srv_low is not None and srv_high else "")
-    single = "" if TOOLS.get(low.tool) is None or TOOLS[low.tool].multi_core else ", a single-threaded tool"
+    single = "" if TOOLS.get(low.tool) is None or TOOLS[low.tool].multi_core else " (single-threaded)"
     if low.client_bound:
         return (f"client CPU saturation — {low.tool}{single} used {low.client_cpu_percent:.0f} % of the "
                 f"{low.cores or 1} core(s) it could use{server_part}, so it measured its own speed, not the server's")
@@ -172,6 +183,15 @@ def _cause(low: ToolRow, high: ToolRow) -> str:
         return (f"client CPU saturation while loading — {low.tool}{single} peaked at {peak:.0f} % of the "
                 f"{low.cores or 1} core(s) it could use (its mean, {low.client_cpu_percent or 0:.0f} %, includes its "
                 f"start-up){server_part}, so it measured its own speed, not the server's")
+    cost_l, cost_h = low.client_cpu_us_per_request, high.client_cpu_us_per_request
+    if cost_l and cost_h and cost_l >= COSTLIER * cost_h:
+        cap = 1e6 * (low.cores or 1) / cost_l
+        return (f"client CPU per request — {low.tool}{single} spent {cost_l:,.0f} µs of CPU per request the server "
+                f"answered against {cost_h:,.0f} µs for {high.tool} ({cost_l / cost_h:.0f}× more), so even with "
+                f"{'its core' if (low.cores or 1) == 1 else f'its {low.cores} cores'} to itself it could not send more "
+                f"than about {cap:,.0f} requests/s{server_part}; it measured its own cost, not the server "
+                f"(by the 90 % rule it was {'' if low.client_bound else 'not '}client-bound at "
+                f"{low.client_cpu_percent or 0:.0f} % CPU on a CPU shared with other work)")
     if low.requests and low.timeouts > 0.01 * low.requests:
         return (f"timeouts — {low.tool} counted {low.timeouts:,} timed-out requests; connections that waited for "
                 "them sent nothing else")
@@ -205,6 +225,10 @@ def finding(tc: ToolsCompared) -> str:
     parts = [f"The largest disagreement: on {low.server}, {low.tool} drove the server to {_n(low.server_counted_rps)} "
              f"requests/s (counted by the server) where {high.tool} drove it to {_n(high.server_counted_rps)}, "
              f"{factor:.1f}× apart. Cause: {_cause(low, high)}."]
+    if high.server_cpu_percent is not None and high.server_cpu_percent < BUSY_SERVER:
+        parts.append(f"Even under {high.tool} the server used {high.server_cpu_percent:.0f} % of its CPU: the tools "
+                     "were limited or the CPUs shared with other work, so every rate here is a lower bound and "
+                     "rows closer than their spread over the repetitions do not differ.")
     off = [r for r in tc.rows if r.ratio is not None and abs(r.ratio - 1) > SELF_REPORT_TOLERANCE]
     if off:
         worst = max(off, key=lambda r: abs((r.ratio or 1) - 1))

@@ -70,9 +70,11 @@ def test_read_counter_names_a_bad_answer(counter_server: str) -> None:
 
 def cell(server: str, tool: str, reported: float | None, counted: int | None, basis: float, *,
          cpu: float = 50.0, peak: float | None = None, srv_cpu: float = 90.0, status: str = "ok",
-         reason: str | None = None, timeouts: int = 0, requests: int = 1000, cores: int = 1) -> CellRecord:
+         reason: str | None = None, timeouts: int = 0, requests: int = 1000, cores: int = 1,
+         wall: float | None = None) -> CellRecord:
     run = ToolRun(tool=tool, tool_version="v1", source_workload="prantl-wrk", source_point="c=400",
                   reported_rps=reported, server_counted=counted, server_basis_s=basis, reason=reason, cores=cores,
+                  wall_s=wall,
                   client_cpu_peak_percent=peak, command=[tool, "-c", "400"], notes=[f"{tool} note"])
     m = CellMetrics(kind="throughput", tool=run, client_cpu_percent=cpu, client_saturated=cpu >= 90 * cores,
                     cpu_percent=srv_cpu, p50_us=1000, p99_us=5000, requests=requests, timeouts=timeouts,
@@ -128,3 +130,22 @@ def test_json_export_carries_the_tools() -> None:
     obj = res.tools[0].rows[1].json_object()
     assert list(obj)[:8] == ["tool", "version", "reported_rps", "server_counted_rps", "p50_us", "p99_us",
                              "client_cpu_percent", "notes"]
+
+
+def test_finding_names_client_cpu_per_request() -> None:
+    # loadgen: 0.2 core × 10 s for 200,000 answers = 10 µs each; locust: 0.7 × 10 s for 20,000 = 350 µs
+    cells = [cell("a", "loadgen", 20_000, 200_000, 10.0, cpu=20, wall=10.0, srv_cpu=95),
+             cell("a", "locust", 2_000, 20_000, 10.0, cpu=70, wall=10.0, srv_cpu=10)]
+    (tc,) = collect(1, cells, {}).tools
+    rows = {r.tool: r for r in tc.rows}
+    assert rows["loadgen"].client_cpu_us_per_request == pytest.approx(10.0)
+    assert rows["locust"].client_cpu_us_per_request == pytest.approx(350.0)
+    f = tc.finding
+    assert "client CPU per request — locust (single-threaded) spent 350 µs" in f and "(35× more)" in f
+    assert "could not send more than about 2,857 requests/s" in f and "not client-bound at 70 %" in f
+    assert "Even under" not in f  # the server was busy under loadgen: no lower-bound caveat
+
+
+def test_finding_says_when_even_the_fastest_tool_left_the_server_idle() -> None:
+    cells = [cell("a", "loadgen", 20_000, 200_000, 10.0, srv_cpu=40), cell("a", "wrk", 19_000, 190_000, 10.0)]
+    assert "Even under loadgen the server used 40 % of its CPU" in collect(1, cells, {}).tools[0].finding

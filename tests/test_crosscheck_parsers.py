@@ -165,3 +165,29 @@ def test_oha_open_load_with_latency_correction() -> None:
 def test_oha_error_line_instead_of_json() -> None:
     with pytest.raises(ToolOutputError, match="oha printed no JSON summary: error: invalid value"):
         parse("oha", "", "error: invalid value '2x' for '-z <DURATION>'", {})
+
+
+# -- drill ----------------------------------------------------------------------------------------
+def test_drill_statistics() -> None:
+    f = parse("drill", text("drill-ok.txt"), "", {})
+    assert (f.requests, f.ok, f.errors) == (5000, 5000, 0)
+    assert f.reported_rps == 9160.87
+    assert f.duration_s == pytest.approx(5000 / 9160.87)  # not its printed "0.5 seconds"
+    assert (f.p50_us, f.p99_us, f.max_us) == (3759.0, 14783.0, 18559.0)
+
+
+def test_drill_timeouts_are_failures_it_does_not_name() -> None:
+    f = parse("drill", text("drill-timeouts.txt"), "", {})
+    assert (f.requests, f.ok, f.errors, f.timeouts) == (300, 270, 30, None)
+    assert f.max_us == 1003519.0
+
+
+def test_drill_non_2xx_and_refused_have_no_latency() -> None:
+    for name, total in (("drill-non2xx.txt", 1000), ("drill-refused.txt", 100)):
+        f = parse("drill", text(name), "", {})
+        assert (f.requests, f.ok, f.errors, f.p50_us) == (total, 0, total, None)
+
+
+def test_drill_bad_plan_is_an_error() -> None:
+    with pytest.raises(ToolOutputError, match="drill printed no statistics: thread 'main' panicked"):
+        parse("drill", "", "thread 'main' panicked at src/benchmark.rs", {})

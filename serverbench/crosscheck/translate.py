@@ -211,7 +211,8 @@ def _drill(p: Point, url: str, timeout: float, cores: int, hint: int | None, not
         plan["plan"][0]["request"]["headers"] = {"Connection": "close"}
         notes.append("no keep-alive as a 'Connection: close' header")
     text = json.dumps(plan, indent=2) + "\n"  # JSON is YAML
-    args = ["--benchmark", "{dir}/plan.yml", "--stats", "--quiet", "--timeout", str(max(1, math.ceil(timeout)))]
+    args = ["--benchmark", "{dir}/plan.yml", "--stats", "--quiet", "--nanosec",
+            "--timeout", str(max(1, math.ceil(timeout)))]
     planned, limit = _bounds(p, timeout, 1.0)
     if p.requests is None:
         # drill may be far slower than loadgen; bound it at three times the point's duration

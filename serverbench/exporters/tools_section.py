@@ -7,15 +7,17 @@ from __future__ import annotations
 from ..aggregate_tools import ToolRow, ToolsCompared
 from ..formatting import fmt_num, fmt_us
 
-HEADERS = ["tool", "version", "reported req/s", "server-counted req/s", "reported ÷ counted", "p50", "p99",
-           "client CPU", "server CPU", "flags"]
+HEADERS = ["tool", "version", "reported req/s", "server-counted req/s (min–max)", "reported ÷ counted", "p50", "p99",
+           "client CPU", "client CPU µs/request", "server CPU", "flags"]
 INTRO = ("The same workload through each load tool, with its path replaced by `/tenth?ms=0` so that the server "
          "counts every request it answers (the counter read before and after each tool). *Reported* is the tool's "
          "own figure, as it defines it; *server-counted* is what the server answered, divided by the tool's own "
          "run time (else its planned duration). Client CPU is the tool's CPU time over its wall time (100 % = one "
          "core; start-up included, and k6 and Locust start slowly); client-bound means ≥ 90 % of the cores it "
          "could use, 'at its peak' when only its busiest 0.2 s reached that. Server CPU is the server's mean over "
-         "the same time. A tool that cannot express the workload says so instead of being approximated.")
+         "the same time. Client CPU µs/request is the tool's CPU time over the requests the server answered: what "
+         "one request costs the tool, whatever else ran on its CPU. Figures are medians over the repetitions. A "
+         "tool that cannot express the workload says so instead of being approximated.")
 
 
 def flags(r: ToolRow) -> str:
@@ -38,9 +40,12 @@ def cells(r: ToolRow) -> list[str]:
     version = (r.version or "—")[:40]
     if r.status != "ok":
         return [r.tool, version, f"{r.status}: {r.reason or ''}"] + [""] * (len(HEADERS) - 3)
-    return [r.tool, version, fmt_num(r.reported_rps), fmt_num(r.server_counted_rps),
+    spread = ("" if r.reps_ok < 2 or r.server_counted_rps_min is None else
+              f" ({fmt_num(r.server_counted_rps_min)}–{fmt_num(r.server_counted_rps_max)})")
+    return [r.tool, version, fmt_num(r.reported_rps), fmt_num(r.server_counted_rps) + spread,
             "—" if r.ratio is None else f"{r.ratio:.3f}", fmt_us(r.p50_us), fmt_us(r.p99_us),
             "—" if r.client_cpu_percent is None else f"{r.client_cpu_percent:.0f} % of {r.cores or 1}",
+            fmt_num(r.client_cpu_us_per_request, 1),
             "—" if r.server_cpu_percent is None else f"{r.server_cpu_percent:.0f} %", flags(r)]
 
 
