@@ -18,7 +18,7 @@ from typing import Any, Iterable, Literal
 from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel
 
-from . import ranking
+from . import overtime, ranking
 from .aggregate_tools import ToolsCompared, compare_tools
 from .model import CellRecord, ServerProfile
 from .stats import NOISE_CV, Stats, noisy, outliers, summarize
@@ -38,7 +38,7 @@ ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
 class Warning:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram
+    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -108,6 +108,18 @@ class GroupFigures(BaseModel):
     bound: int | None = None
     missed_sends: int = 0
     unanswered: int = 0
+    # over time (overtime.py): the overload verdict across repetitions; medians of the cells' figures
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    peak_ok_rps: float | None = None
+    p90_at_peak_us: float | None = None
+    p90_end_us: float | None = None
+    failed_share_after_peak: float | None = None
+    worst_second_p99_us: float | None = None
+    median_second_p99_us: float | None = None
+    second_p99_spread_us: float | None = None
+    server_died_at_s: float | None = None
+    memory_limit_method: str | None = None
     warnings: list[str] = []
 
 
@@ -185,7 +197,9 @@ class Group:
 
     @cached_property
     def throughput(self) -> Stats | None:
-        """What the server is ranked by: capacity_rps for capacity points, else rps."""
+        """What the server is ranked by: capacity_rps for capacity points, peak_ok_rps for overload, else rps."""
+        if self.kind == "overload":
+            return self.stat("peak_ok_rps")
         return self.stat("capacity_rps") if self.is_capacity else self.rps
 
     @property
@@ -364,7 +378,7 @@ class Group:
             req = self.total("requests")
             share = f" in {req:,} requests ({self.errors / req:.2%})" if req else ""
             add("errors", "error", f"{self.errors:,} errors ({self.timeouts:,} timeouts){share}"
-                + ("; degraded: ranked after the clean rows" if self.degraded else ""))
+                + ("; degraded: ranked after the clean rows" if self.degraded and self.kind != "overload" else ""))
         if self.held is False:
             add("did-not-hold", "error", f"did not hold {self.target_rate:,.0f} req/s (achieved "
                                          f"{self.rps.median if self.rps else 0:,.0f} successful)")
@@ -376,6 +390,8 @@ class Group:
         missed = self.total("missed_sends")
         if missed:
             add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
+        for text in overtime.crash_warnings(self.ok):
+            add("crashed", "error", text)
         if self.bad:
             first = self.bad[0]
             add("failed", "error", f"{len(self.bad)} of {len(self.ok) + len(self.bad)} repetitions "
@@ -420,7 +436,7 @@ class Group:
             threads_peak=self.median("threads_peak"), client_cpu_percent=self.median("client_cpu_percent"),
             client_saturated=self.client_saturated, connections=self.connections, bound=self.bound,
             missed_sends=self.total("missed_sends"), unanswered=self.total("unanswered"),
-            warnings=[x.text for x in self.warnings])
+            **overtime.figures(self.ok), warnings=[x.text for x in self.warnings])
 
 
 @dataclass

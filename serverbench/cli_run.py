@@ -61,6 +61,9 @@ def run_cmd(
     server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="CPUs for servers, e.g. 0"),
     client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="CPUs for loadgen, e.g. 1"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="$WORKERS for every server."),
+    server_memory_limit: Optional[str] = typer.Option(
+        None, "--server-memory-limit", help="Memory ceiling for each server's process tree, e.g. 512M: "
+        "cgroup v2 where the machine allows it, else an RSS watchdog that kills the tree past it."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified",
                                           help="Also run servers that failed or never ran verify."),
     resume: bool = typer.Option(False, "--resume",
@@ -89,6 +92,12 @@ def run_cmd(
             parse_duration(duration)
         except ValueError as e:
             raise fail(f"--duration: {e}") from None
+    if server_memory_limit is not None:
+        from .memlimit import MemoryLimitError, parse_size
+        try:
+            parse_size(server_memory_limit)
+        except MemoryLimitError as e:
+            raise fail(f"--server-memory-limit: {e}") from None
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
     names = [x for s in workload or ["quick"] for x in s.split(",") if x]
     errors: list[str] = []
@@ -103,7 +112,7 @@ def run_cmd(
     opts = RunOptions(servers=[m.id for m in manifests], workloads=names,
                       repeat=repeat or (1 if quick else DEFAULT_REPEAT), duration=duration, full=full,
                       server_cpus=cpus_option(server_cpus, "server"), client_cpus=cpus_option(client_cpus, "client"),
-                      allow_unverified=allow_unverified, workers=workers)
+                      allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit)
     result = _measure(store, opts, manifests=manifests, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)

@@ -195,6 +195,35 @@ class CellMetrics(BaseModel):
     processes_peak: int | None = None
     ctx_voluntary: int | None = None
     ctx_involuntary: int | None = None
+    # the server over time (its per-second series is in the cell's usage, timeline.py reads it)
+    series_offset_s: float | None = Field(None, description="loadgen's measurement start − the sampler's start: "
+                                                            "shifts the server's series onto the loadgen's axis")
+    server_died_at_s: float | None = Field(None, description="the server's process was gone at this second of the "
+                                                             "measured run (loadgen's axis; to within 0.2 s)")
+    server_exit_code: int | None = Field(None, description="its exit code (negative: killed by that signal)")
+    rss_start_bytes: int | None = Field(None, description="tree RSS in the measured run's first second")
+    rss_end_bytes: int | None = Field(None, description="tree RSS in its last second")
+    memory_limit_bytes: int | None = Field(None, description="--server-memory-limit for the server's tree")
+    memory_limit_method: str | None = Field(None, description="cgroup-v2 | rss-watchdog (memlimit.py)")
+    memory_limit_detail: str | None = Field(None, description="the cgroup, or why cgroup v2 was not used")
+    memory_killed_at_s: float | None = Field(None, description="the limit ended the server at this second "
+                                                               "(watchdog: first sample past it; cgroup: OOM kill)")
+    # overload workloads (overload.py): the peak and what happened past it
+    overload_verdict: str | None = Field(None, description="crashes | degrades | sheds | slows | holds | kept up")
+    overload_reason: str | None = Field(None, description="the figures behind the verdict")
+    peak_ok_rps: float | None = Field(None, description="highest 3-second mean of successful responses/s")
+    peak_at_s: int | None = Field(None, description="the second of that peak")
+    end_ok_rps: float | None = Field(None, description="mean successful responses/s over the last 20 % of the run")
+    p90_at_peak_us: float | None = Field(None, description="median per-second p90 around the peak")
+    p90_end_us: float | None = Field(None, description="median per-second p90 over the last 20 %")
+    failed_share_after_peak: float | None = Field(None, description="failed share of the requests from the peak on")
+    growth_from_base: float | None = Field(None, description="answered latency at the end ÷ at light load")
+    growth_from_peak: float | None = Field(None, description="answered latency at the end ÷ at the peak")
+    # soak workloads (soak.py): per-second p99s
+    worst_second_p99_us: float | None = Field(None, description="the highest p99 of any one second")
+    worst_second_at_s: int | None = Field(None, description="that second")
+    median_second_p99_us: float | None = Field(None, description="the median of the per-second p99s")
+    second_p99_spread_us: float | None = Field(None, description="p90 − p10 of the per-second p99s")
     # how the cell was run
     workers: int | None = Field(None, description="$WORKERS the server ran with")
     bound: int | None = Field(None, description="max_connections for those workers (None = unbounded)")
@@ -250,6 +279,7 @@ class RunOptions(BaseModel):
     allow_unverified: bool = False
     workers: int | None = None
     ready_timeout: float = 30.0
+    server_memory_limit: str | None = None  # e.g. "512M": memlimit.parse_size
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

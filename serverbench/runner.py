@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import build, catalog, doctor, paths, supervisor
+from . import build, catalog, doctor, memlimit, overload, paths, soak, supervisor, timeline
 from . import workloads as wl
 from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunEnded, RunStarted, ignore
@@ -32,6 +32,9 @@ from .workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 # 5.6 % of a core on java-threads' 400-thread tree (issue "honest numbers").
 SAMPLE_INTERVAL = 0.2
 LOG_TAIL_LINES = 30
+# Kinds whose result is the behaviour over time: a server that dies mid-run is a finding (the
+# verdict "crashes"), so its cell is kept as measured instead of failed.
+OVER_TIME_KINDS = ("overload", "soak")
 
 
 @dataclass
@@ -102,6 +105,44 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "max_connections": cfg.get("max_connections"),
         "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
     }
+
+
+def _sampler(srv: Any) -> Sampler:
+    """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it."""
+    mem = srv.memory
+    if mem is None or mem.method != memlimit.WATCHDOG:
+        return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus)
+    return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus, rss_limit=mem.limit_bytes,
+                   on_rss_limit=lambda _rss: srv.kill())
+
+
+def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | None, srv: Any) -> dict[str, Any]:
+    """The CellMetrics fields of the cell's behaviour over time: alignment of the server's series,
+    its death, the memory limit, and the overload verdict or soak figures for those kinds."""
+    report = lg.report if lg is not None else None
+    off = timeline.offset_s(report, usage)
+    out: dict[str, Any] = {"series_offset_s": off}
+    died = timeline.on_axis((usage or {}).get("died_at_s"), off)
+    if died is not None:
+        out.update(server_died_at_s=max(0.0, died), server_exit_code=srv.returncode())
+    killed = None
+    if srv.memory is not None:
+        mem = srv.memory
+        out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
+        if mem.method == memlimit.WATCHDOG:
+            killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
+        elif memlimit.oom_kills(mem.cgroup):
+            killed = died
+        out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
+    rows = timeline.server_seconds(usage, off)
+    if rows:
+        out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
+    seconds = timeline.load_seconds(report)
+    figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
+               if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)
+    if figures is not None:
+        out.update(figures.metrics())
+    return out
 
 
 def usage_metrics(usage: dict | None) -> dict[str, Any]:
@@ -175,6 +216,7 @@ class Runner:
         self.run_id, self.emit, self.log_dir = run_id, emit, log_dir
         self.gate = _Gate(store, opts.allow_unverified)
         self.done = store.done_keys(run_id)
+        self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
 
     # -- planning ---------------------------------------------------------------------------
     def size(self, w: Workload) -> Size:
@@ -221,7 +263,8 @@ class Runner:
             self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting"))
             try:
                 with supervisor.run_server(m, cpus=server_cpus, workers=self.opts.workers,
-                                           log_path=log_path, ready_timeout=self.opts.ready_timeout) as srv:
+                                           log_path=log_path, ready_timeout=self.opts.ready_timeout,
+                                           memory_limit=self.memory_limit) as srv:
                     start_s = time.monotonic() - t_start
                     while pending:
                         p = pending[0]
@@ -250,6 +293,7 @@ class Runner:
         metrics: dict[str, Any] = {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
                                    "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds()}
         usage = None
+        lg: LoadgenResult | None = None
 
         def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
             nonlocal loaded
@@ -269,7 +313,7 @@ class Runner:
                     raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
             sampler = None
             if p.mode == "capacity":
-                sampler = Sampler(srv.pid, interval=SAMPLE_INTERVAL).start()
+                sampler = _sampler(srv).start()
                 try:
                     lg, extra = find_capacity(srv, p, lg_run)
                 finally:
@@ -285,7 +329,7 @@ class Runner:
                     rate = max(1.0, round(cap * p.rate_fraction, 1))
                     metrics["calibration_rps"] = cap
                 own = _OwnCpu()
-                sampler = Sampler(srv.pid, interval=SAMPLE_INTERVAL).start()
+                sampler = _sampler(srv).start()
                 try:
                     lg = lg_run(p, rate)
                 finally:
@@ -296,13 +340,18 @@ class Runner:
             cell.loadgen = lg.report
             metrics = {**loadgen_metrics(lg), **metrics}
             if not srv.alive():
-                cell.status = "failed"
                 cell.error = f"server exited with code {srv.returncode()} during the measured run"
+                if w.kind in OVER_TIME_KINDS:  # a finding: the verdict says "crashes"
+                    cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
+                else:
+                    cell.status = "failed"
         except LoadgenError as e:
             cell.status = "failed"
             cell.error = str(e)
         cell.usage = usage
         metrics.update(usage_metrics(usage))
+        if usage is not None:
+            metrics.update(over_time_metrics(w.kind, lg, usage, srv))
         if cell.status == "failed":
             cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
             if not srv.alive() and "exited" not in (cell.error or ""):
@@ -370,4 +419,5 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     return res
 
 
-__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "loadgen_metrics", "usage_metrics"]
+__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "loadgen_metrics", "usage_metrics",
+           "over_time_metrics", "OVER_TIME_KINDS"]

@@ -3,13 +3,18 @@
 CPU time and context switches are deltas between start() and stop(), summed over
 every process seen in the tree; a process that exits in between keeps its last
 sampled values (what it used after its last sample, at most one interval, is lost).
+
+Besides the totals, every second (at the first sample past it) becomes one row of a per-second
+series (`SERIES_COLUMNS`), made of the sums the samples compute anyway, so the series costs the
+harness almost nothing more. The root process's death is noted with its time, and an optional
+RSS limit calls back the first time the tree's RSS passes it (the memory-limit watchdog).
 """
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
 
 import psutil
 
@@ -17,6 +22,25 @@ PEAK_WINDOW_S = 0.5  # CPU% peak over windows this long: single ticks are too co
 # Listing a tree walks /proc (every process's children); the counters of known processes are
 # cheap to read. So the tree is re-listed this often, the counters read every interval.
 TREE_REFRESH_S = 1.0
+SERIES_EVERY_S = 1.0
+# One row per second: t_s = end of the row's window (seconds since start()), dt_s = its length;
+# CPU seconds and context switches used in the window; RSS = the window's highest sample;
+# threads and processes = the last sample's; with `cpus`, cpus_busy_s = CPU time every process
+# (the server's and anyone else's) used on those CPUs, plus time the hypervisor stole: on a shared
+# machine, what the server could not have. Interrupt time is left out: on loopback much of it is
+# the server's own traffic, charged to no process.
+SERIES_COLUMNS = ("t_s", "dt_s", "cpu_user_s", "cpu_sys_s", "rss_bytes", "threads", "processes",
+                  "ctx_voluntary", "ctx_involuntary")
+CPUS_COLUMN = "cpus_busy_s"
+
+
+def cpus_busy_s(cpus: list[int]) -> float:
+    """CPU seconds the given CPUs spent running processes (or stolen) since boot (one /proc/stat read)."""
+    try:
+        per = psutil.cpu_times(percpu=True)
+    except (OSError, psutil.Error):
+        return 0.0
+    return sum(t.user + t.nice + t.system + getattr(t, "steal", 0.0) for i, t in enumerate(per) if i in cpus)
 
 
 @dataclass
@@ -33,6 +57,10 @@ class Usage:
     ctx_voluntary: int
     ctx_involuntary: int
     processes_peak: int
+    # {"started_unix": wall clock of start(), "columns": SERIES_COLUMNS, "rows": [[...], ...]}
+    series: dict[str, Any] = field(default_factory=dict)
+    died_at_s: float | None = None  # first sample (s after start()) that found the root process gone
+    rss_limit_hit_s: float | None = None  # first sample whose tree RSS passed the limit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,12 +75,30 @@ class _Counters:
 
 
 class Sampler:
-    """Sample process `pid` and all its descendants every `interval` s in a thread."""
+    """Sample process `pid` and all its descendants every `interval` s in a thread.
 
-    def __init__(self, pid: int, interval: float = 0.2, tree_every: float = TREE_REFRESH_S) -> None:
+    With `rss_limit`, `on_rss_limit(rss)` is called (once, from the sampling thread) at the first
+    sample whose tree RSS exceeds it: between samples the tree may grow past the limit unseen.
+    With `cpus` (the server's), each series row also says how busy those CPUs were."""
+
+    def __init__(self, pid: int, interval: float = 0.2, tree_every: float = TREE_REFRESH_S,
+                 rss_limit: int | None = None, on_rss_limit: Callable[[int], None] | None = None,
+                 cpus: list[int] | None = None) -> None:
         self.pid = pid
+        self.cpus = list(cpus) if cpus else None
+        self._cpus_at = 0.0
         self.interval = interval
         self.tree_every = tree_every
+        self.rss_limit = rss_limit
+        self.on_rss_limit = on_rss_limit
+        self._limit_hit: float | None = None
+        self._died: float | None = None
+        self._started_unix = 0.0
+        self._rows: list[list[float]] = []
+        self._row_at = 0.0  # monotonic time of the last row's end
+        self._row_base = (0.0, 0.0, 0, 0)  # user, sys, vol, invol totals at that time
+        self._row_rss = 0
+        self._latest: tuple[tuple[float, float, int, int], int, int] = ((0.0, 0.0, 0, 0), 0, 0)
         self.usage: Usage | None = None
         self._procs: dict[tuple[int, float], psutil.Process] = {}
         self._base: dict[tuple[int, float], _Counters] = {}
@@ -88,6 +134,7 @@ class Sampler:
 
     def _sample(self, baseline: bool = False) -> None:
         rss = threads = nprocs = 0
+        root_seen = False
         for p in self._tree():
             key = self._key(p)
             if key is None:
@@ -95,12 +142,15 @@ class Sampler:
             p = self._procs.setdefault(key, p)  # keep one object per process (cache)
             try:
                 with p.oneshot():
+                    if p.pid == self.pid and p.status() == psutil.STATUS_ZOMBIE:
+                        continue  # exited, not yet reaped by its parent: gone
                     ct = p.cpu_times()
                     mem = p.memory_info().rss
                     nt = p.num_threads()
                     cs = p.num_ctx_switches()
             except psutil.Error:
                 continue  # exited between listing and reading
+            root_seen = root_seen or p.pid == self.pid
             c = _Counters(ct.user, ct.system, cs.voluntary, cs.involuntary)
             # processes born after start() count from zero
             self._base.setdefault(key, c if baseline else _Counters(0.0, 0.0, 0, 0))
@@ -108,13 +158,46 @@ class Sampler:
             rss += mem
             threads += nt
             nprocs += 1
+        now = time.monotonic()
+        user = sys_ = 0.0
+        vol = invol = 0
+        for k, c in self._last.items():
+            b = self._base[k]
+            user += c.user - b.user
+            sys_ += c.sys - b.sys
+            vol += c.vol - b.vol
+            invol += c.invol - b.invol
         with self._lock:
-            self._times.append(time.monotonic())
-            self._cpu.append(sum(self._last[k].user - self._base[k].user
-                                 + self._last[k].sys - self._base[k].sys for k in self._last))
+            self._times.append(now)
+            self._cpu.append(user + sys_)
             self._rss.append(rss)
             self._threads_peak = max(self._threads_peak, threads)
             self._procs_peak = max(self._procs_peak, nprocs)
+            if not root_seen and self._died is None:
+                self._died = now - self._t0
+            self._row_rss = max(self._row_rss, rss)
+            self._latest = ((user, sys_, vol, invol), threads, nprocs)
+            if baseline:
+                self._row_at, self._row_base, self._row_rss = now, (user, sys_, vol, invol), rss
+                self._cpus_at = cpus_busy_s(self.cpus) if self.cpus else 0.0
+            elif now - self._row_at >= SERIES_EVERY_S - self.interval / 2:
+                self._add_row(now, (user, sys_, vol, invol), threads, nprocs)
+        if self.rss_limit is not None and rss > self.rss_limit and self._limit_hit is None:
+            self._limit_hit = now - self._t0
+            if self.on_rss_limit is not None:
+                self.on_rss_limit(rss)
+
+    def _add_row(self, now: float, totals: tuple[float, float, int, int], threads: int, nprocs: int) -> None:
+        b = self._row_base
+        row = [round(now - self._t0, 3), round(now - self._row_at, 3),
+               round(max(0.0, totals[0] - b[0]), 4), round(max(0.0, totals[1] - b[1]), 4),
+               self._row_rss, threads, nprocs, max(0, totals[2] - b[2]), max(0, totals[3] - b[3])]
+        if self.cpus:
+            busy = cpus_busy_s(self.cpus)
+            row.append(round(max(0.0, busy - self._cpus_at), 3))
+            self._cpus_at = busy
+        self._rows.append(row)
+        self._row_at, self._row_base, self._row_rss = now, totals, 0
 
     def _loop(self) -> None:
         next_t = time.monotonic() + self.interval
@@ -128,6 +211,7 @@ class Sampler:
         if self._thread is not None:
             raise RuntimeError("Sampler.start() called twice; create a new Sampler per window")
         self._t0 = time.monotonic()
+        self._started_unix = time.time()
         self._sample(baseline=True)
         self._thread = threading.Thread(target=self._loop, name=f"sampler-{self.pid}",
                                         daemon=True)
@@ -141,6 +225,8 @@ class Sampler:
         self._thread.join()
         self._tree_at = float("-inf")  # the final reading sees every process of the tree
         self._sample()
+        if self._times[-1] - self._row_at > 0.05:  # the last, partial second
+            self._add_row(self._times[-1], *self._latest)
         duration = self._times[-1] - self._t0
         user = sum(self._last[k].user - self._base[k].user for k in self._last)
         sys_ = sum(self._last[k].sys - self._base[k].sys for k in self._last)
@@ -161,6 +247,11 @@ class Sampler:
             ctx_voluntary=max(0, vol),
             ctx_involuntary=max(0, invol),
             processes_peak=self._procs_peak,
+            series={"started_unix": round(self._started_unix, 3), "rows": self._rows,
+                    "columns": list(SERIES_COLUMNS) + ([CPUS_COLUMN] if self.cpus else []),
+                    **({"cpus": self.cpus} if self.cpus else {})},
+            died_at_s=round(self._died, 3) if self._died is not None else None,
+            rss_limit_hit_s=round(self._limit_hit, 3) if self._limit_hit is not None else None,
         )
         return self.usage
 

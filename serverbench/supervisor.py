@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from serverbench import paths
+from serverbench import memlimit, paths
 from serverbench.environment import server_env
 from serverbench.catalog import Manifest
 
@@ -69,6 +69,7 @@ class ServerProcess:
     # set when stopped: did the whole tree exit within STOP_GRACE_S of SIGTERM?
     stopped_cleanly: bool | None = None
     port_released: bool | None = None
+    memory: memlimit.MemoryLimit | None = None  # the memory ceiling of this start, when one was asked for
     _proc: subprocess.Popen | None = field(default=None, repr=False)
 
     def log_tail(self, n: int = 20) -> str:
@@ -87,6 +88,13 @@ class ServerProcess:
 
     def returncode(self) -> int | None:
         return None if self._proc is None else self._proc.poll()
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree now, as the kernel's OOM killer would (the memory watchdog).
+        Safe from another thread; the context manager's stop still reaps and checks the port."""
+        if self._proc is None:
+            return
+        _signal_all(self._proc.pid, _descendants(self._proc.pid), signal.SIGKILL)
 
 
 # pid -> server, for stop_all()
@@ -183,12 +191,14 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM) -> None:
         os._exit(1)
 
 
-def _child_setup(parent_pid: int) -> None:
+def _child_setup(parent_pid: int, cgroup: Path | None = None) -> None:
     """Runs in the forked server child before exec: no exceptions may escape."""
     try:
         raise_nofile()
     except Exception:
         pass
+    if cgroup is not None:  # before exec, so every process the server forks is inside
+        memlimit.join(cgroup)
     die_with_parent(parent_pid, signal.SIGTERM)
 
 
@@ -321,9 +331,13 @@ def _unregister(srv: ServerProcess) -> None:
 @contextmanager
 def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None = None,
                workers: int | None = None, log_path: Path | None = None,
-               ready_timeout: float = 30.0, ready_poll_s: float = POLL_S) -> Iterator[ServerProcess]:
+               ready_timeout: float = 30.0, ready_poll_s: float = POLL_S,
+               memory_limit: int | None = None) -> Iterator[ServerProcess]:
     """Start `m`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield it, and stop its
-    whole process tree."""
+    whole process tree.
+
+    `memory_limit` (bytes): a cgroup v2 memory ceiling for the tree where the machine allows it;
+    otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS."""
     host = "127.0.0.1"
     port = port or free_port()
     if not port_is_free(host, port):
@@ -336,23 +350,32 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = server_env(m, host=host, port=port, workers=n_workers)
     parent = os.getpid()
-    with open(log_path, "wb") as log:
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            pinned(["/bin/sh", "-c", m.run], cpus), cwd=m.dir, env=env,
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=lambda: _child_setup(parent),
-        )
+    memory = memlimit.prepare(memory_limit) if memory_limit else None
+    cgroup = memory.cgroup if memory else None
+    try:
+        with open(log_path, "wb") as log:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                pinned(["/bin/sh", "-c", m.run], cpus), cwd=m.dir, env=env,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=lambda: _child_setup(parent, cgroup),
+            )
+    except BaseException:
+        memlimit.release(cgroup)
+        raise
     srv = ServerProcess(manifest=m, pid=proc.pid, host=host, port=port,
                         url=f"http://{host}:{port}", log_path=log_path, workers=n_workers,
-                        cpus=list(cpus) if cpus else None, _proc=proc)
+                        cpus=list(cpus) if cpus else None, memory=memory, _proc=proc)
     _register(srv)
     try:
         _wait_ready(srv, ready_timeout, started, ready_poll_s)
         yield srv
     finally:
         # if a second Ctrl-C interrupts this, the server stays registered for stop_all()
-        _stop(srv)
+        try:
+            _stop(srv)
+        finally:
+            memlimit.release(cgroup)
         _unregister(srv)
 
 

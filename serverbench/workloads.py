@@ -267,7 +267,7 @@ class Size(BaseModel):
         return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
 
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep"]
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak"]
 # What each kind ranks by, and why that metric fits it (shown with every ranking).
 RANKED_BY: dict[str, tuple[str, str]] = {
     "throughput": ("successful requests/s",
@@ -281,6 +281,13 @@ RANKED_BY: dict[str, tuple[str, str]] = {
                  "open load stepped up until latency breaks: the rate a server sustains, not a race"),
     "sweep": ("successful requests/s at each concurrency level",
               "closed load at rising connection counts shows where each model stops scaling"),
+    "overload": ("peak successful responses/s, with the overload verdict beside it",
+                 "demand ramps past every row's capacity, as in Stressgrid: the peak says how far a row got, "
+                 "the verdict (holds, sheds, slows, degrades, crashes) what it did beyond it — neither alone "
+                 "describes a row"),
+    "soak": ("the worst one-second p99, then the spread of the per-second p99s",
+             "a fixed rate every row can hold, for minutes: rows answer the same requests/s, so what tells "
+             "them apart is the pauses (garbage collection, compaction) that show as single bad seconds"),
 }
 
 

@@ -1,4 +1,5 @@
-"""Process-tree sampling: CPU of children (also exited ones), RSS, threads, processes."""
+"""Process-tree sampling: CPU of children (also exited ones), RSS, threads, processes; the per-second
+series, a root process that dies mid-run, and the RSS limit (memory watchdog)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from serverbench.sampler import Sampler, Usage
+from serverbench.sampler import CPUS_COLUMN, SERIES_COLUMNS, Sampler, Usage
 
 from conftest import LIFECYCLE, wait_all_gone
 
@@ -78,7 +79,9 @@ def test_live_burner_over_half_a_second(burner) -> None:
     d = u.to_dict()
     assert set(d) == {"duration_s", "samples", "cpu_user_s", "cpu_sys_s", "cpu_percent_mean",
                       "cpu_percent_peak", "rss_peak_bytes", "rss_mean_bytes", "threads_peak",
-                      "ctx_voluntary", "ctx_involuntary", "processes_peak"}
+                      "ctx_voluntary", "ctx_involuntary", "processes_peak", "series", "died_at_s",
+                      "rss_limit_hit_s"}
+    assert u.died_at_s is None and u.rss_limit_hit_s is None
 
 
 def test_idle_process_uses_almost_nothing() -> None:
@@ -100,9 +103,84 @@ def test_vanished_process_and_misuse() -> None:
     p.wait()
     u = Sampler(p.pid).start().stop()
     assert (u.processes_peak, u.rss_peak_bytes, u.cpu_user_s) == (0, 0, 0.0)
+    assert u.died_at_s == 0.0  # gone before the first sample
     with pytest.raises(RuntimeError, match="before start"):
         Sampler(p.pid).stop()
     s = Sampler(p.pid).start()
     with pytest.raises(RuntimeError, match="called twice"):
         s.start()
     s.stop()
+
+
+@pytest.fixture
+def grower():
+    procs: list[subprocess.Popen] = []
+
+    def start(*args: str) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, str(LIFECYCLE / "grow.py"), *args], stdout=subprocess.PIPE)
+        procs.append(p)
+        assert read_line(p) == "started"
+        return p
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def _rows(u: Usage) -> list[dict]:
+    assert u.series["columns"][: len(SERIES_COLUMNS)] == list(SERIES_COLUMNS)
+    return [dict(zip(u.series["columns"], r)) for r in u.series["rows"]]
+
+
+def test_per_second_series_follows_a_growing_server(grower) -> None:
+    """8 MiB more every 0.2 s: each second's row holds about 40 MiB more than the one before."""
+    p = grower("8")
+    s = Sampler(p.pid, cpus=sorted(os.sched_getaffinity(0))).start()
+    time.sleep(3.3)
+    u = s.stop()
+    rows = _rows(u)
+    assert abs(u.series["started_unix"] - time.time()) < 10
+    assert len(rows) == 4  # three whole seconds and the last, partial one
+    assert [round(r["t_s"]) for r in rows[:3]] == [1, 2, 3]
+    assert all(0.7 <= r["dt_s"] <= 1.3 for r in rows[:3])
+    assert 0 < rows[-1]["dt_s"] < 0.7
+    assert sum(r["dt_s"] for r in rows) == pytest.approx(u.duration_s, abs=0.05)
+    growth = [(b["rss_bytes"] - a["rss_bytes"]) / 2**20 for a, b in zip(rows[:3], rows[1:3])]
+    assert all(20 < g < 60 for g in growth), growth  # 40 MiB a second, give or take a sample
+    assert rows[-1]["rss_bytes"] == u.rss_peak_bytes
+    assert all(r["processes"] == 1 and r["threads"] >= 1 for r in rows)
+    # the rows split the totals between them
+    assert sum(r["cpu_user_s"] + r["cpu_sys_s"] for r in rows) == pytest.approx(u.cpu_user_s + u.cpu_sys_s, abs=0.02)
+    assert sum(r["ctx_voluntary"] for r in rows) == u.ctx_voluntary
+    # the CPUs' busy time includes the server's own
+    assert all(r[CPUS_COLUMN] >= 0 for r in rows) and u.series["columns"][-1] == CPUS_COLUMN
+
+
+def test_a_server_that_exits_mid_run_is_recorded_with_the_time_it_died(grower) -> None:
+    p = grower("4", "--exit-after", "1.2")
+    s = Sampler(p.pid).start()
+    time.sleep(2.6)
+    u = s.stop()  # p is our child: a zombie until reaped, which the sampler counts as gone
+    assert p.poll() == 7
+    assert u.died_at_s is not None and 1.0 <= u.died_at_s <= 1.2 + 0.2 + 0.3  # within a sample (+ start-up)
+    rows = _rows(u)
+    assert rows[0]["processes"] == 1 and rows[0]["rss_bytes"] > 0
+    assert rows[-1]["processes"] == 0 and rows[-1]["rss_bytes"] == 0
+    assert u.processes_peak == 1
+
+
+def test_rss_limit_calls_back_once_when_the_tree_passes_it(grower) -> None:
+    p = grower("10")
+    base = psutil.Process(p.pid).memory_info().rss
+    hits: list[int] = []
+
+    def kill(rss: int) -> None:
+        hits.append(rss)
+        p.kill()
+    s = Sampler(p.pid, rss_limit=base + 30 * 2**20, on_rss_limit=kill).start()
+    time.sleep(2.5)
+    u = s.stop()
+    assert len(hits) == 1 and hits[0] > base + 30 * 2**20
+    # 10 MiB per 0.2 s: the limit is passed after about 0.6 s, seen at the next sample
+    assert u.rss_limit_hit_s is not None and 0.4 <= u.rss_limit_hit_s <= 1.6
+    assert u.died_at_s is not None and u.rss_limit_hit_s <= u.died_at_s <= u.rss_limit_hit_s + 0.5

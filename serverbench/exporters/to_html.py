@@ -19,7 +19,9 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from . import tools_section
+from . import overtime_section
 from .to_markdown import errors_cell, rate_cell
+from ..timecharts import over_time_chart
 from .. import cost
 from ..cost_charts import cost_bar, lines_chart, tradeoff_chart
 from ..fingerprint import normalize
@@ -206,12 +208,13 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.add('<p class="muted">No server produced a result for this point.</p>')
         return
     what = f"{wl.name} {pt.label}"
-    page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
+    if wl.kind not in overtime_section.KINDS:  # those print it above their own table
+        page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
     if wl.kind == "fixed-load":
         page.chart(p99_chart(pt, f"{what}: p99 over every due request (ranked; lower is better)"),
                    fixed_load_table(pt), "Timed-out and unanswered requests count at their age; rows that did not "
                    "hold the rate or had more than 1 % errors rank after the others.")
-    elif not wl.is_sweep or heavy_note:
+    elif wl.kind not in overtime_section.KINDS and (not wl.is_sweep or heavy_note):
         title = (f"capacity: highest rate with p99 ≤ {fmt_us(wl.p99_limit_us)}" if wl.is_capacity
                  else "successful requests/s (median; whiskers min–max over repetitions)")
         page.chart(throughput_chart(pt, f"{what}: {title}"), throughput_table(pt, wl.is_capacity),
@@ -227,6 +230,25 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.chart(errors_chart(groups, f"{what}: errors and timeouts{heavy_note}"), errors_table(groups))
     else:
         page.add(f'<p class="ok">✓ No errors or timeouts at {esc(pt.label)}.</p>')
+
+
+def _over_time(page: Page, wl: WorkloadData, pt: PointData) -> None:
+    """Overload and soak points: the verdict rules, the memory limit, the table, the small multiples."""
+    kind = wl.kind
+    page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
+    rules = overtime_section.rules(kind)
+    items = "".join(f"<li>{esc(r)}</li>" for r in rules[1:])
+    page.add(f'<div class="rules"><p>{esc(rules[0])}</p>' + (f"<ul>{items}</ul>" if items else "") + "</div>")
+    page.add(f'<p class="desc">{esc(overtime_section.memory_note(wl))}</p>')
+    rows = [[esc(c) for c in overtime_section.cells(g, kind)] for g in pt.groups]
+    figure = ("peak successful responses/s and verdict" if kind == "overload" else "worst one-second p99")
+    page.chart(over_time_chart(pt, f"{wl.name} {pt.label}: over time, one row per server ({figure})"),
+               table(overtime_section.headers(kind), rows, numeric_from=99 if kind == "overload" else 3),
+               "One row per server in ranked order, on one time axis (seconds of the measured run); each "
+               "column's scale is shared by every row. Demand, responses/s, p90/p99 and timeouts come from the "
+               "loadgen's per-second timeline; CPU and RSS from the server's own per-second series (the dotted "
+               "grey CPU line: other processes on the server's CPUs, a shared machine's noise); a red dashed line "
+               "marks the second the server's process died. From the repetition closest to the median.")
 
 
 def _workload_section(page: Page, wl: WorkloadData) -> None:
@@ -252,7 +274,9 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         else:
             page.add(warnings_html([("", w) for g in pt.groups for w in g.warnings]))
         note = f" (heaviest point {pt.label})" if len(wl.points) > 3 else ""
-        if wl.is_ramp:
+        if wl.kind in overtime_section.KINDS:
+            _over_time(page, wl, pt)
+        elif wl.is_ramp:
             page.chart(timeline_chart(wl, pt, styles), timeline_table(pt),
                        "From the loadgen's per-second timeline of the median repetition.")
         _point_section(page, wl, pt, styles, note)
@@ -345,7 +369,8 @@ tbody tr:hover{background:#fafbfd}
 .flag{color:#b7791f;font-weight:600} .bad{color:#c53030;font-weight:600} .ok{color:#2f855a}
 .warnings{background:var(--warn);border-left:4px solid var(--warnline);border-radius:6px;padding:8px 14px;margin:12px 0}
 .warnings ul{margin:0;padding-left:18px} .warnings li{margin:3px 0} .warnings b{text-transform:uppercase;font-size:11px;letter-spacing:.04em;margin-right:6px;color:#8a5a00}
-.warnings li.w-errors b,.warnings li.w-failed b,.warnings li.w-stalls b{color:#c53030}
+.warnings li.w-errors b,.warnings li.w-failed b,.warnings li.w-stalls b,.warnings li.w-crashed b{color:#c53030}
+.rules{font-size:13.5px;color:var(--muted)} .rules ul{margin:4px 0;padding-left:20px}
 details summary{cursor:pointer;color:var(--muted)} pre{background:var(--soft);padding:8px;border-radius:6px;overflow-x:auto;font-size:12px}
 @media (max-width:900px){.layout{display:block} nav{position:static;height:auto}}
 """ % {"font": FONT}

@@ -8,6 +8,7 @@ from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from . import tools_section
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
+from . import overtime_section
 from .. import cost
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
@@ -83,6 +84,19 @@ def tools_compared(results: RunResults) -> list[str]:
     return lines
 
 
+def _over_time(wl: Any, pt: Any) -> list[str]:
+    """Overload and soak points: the rules, the memory limit, the table, the warnings."""
+    rules = overtime_section.rules(wl.kind)
+    lines = [rules[0], ""] + [f"- {r}" for r in rules[1:]] + ([""] if rules[1:] else [])
+    lines += [overtime_section.memory_note(wl), ""]
+    cols = overtime_section.headers(wl.kind)
+    lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in overtime_section.cells(g, wl.kind)) + " |"
+              for g in pt.groups]
+    warns = [w.text for g in pt.groups for w in g.warnings]
+    return lines + ([""] + [f"- ⚠ {w}" for w in warns] if warns else []) + [""]
+
+
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
@@ -111,6 +125,9 @@ def render(run: Any, results: RunResults) -> bytes:
             if wl.is_sweep:
                 lines += [f"### {wl.name} · {pt.label}", ""]
             lines += [f"At a glance: {pt.glance.verdict}.", ""]
+            if wl.kind in overtime_section.KINDS:
+                lines += _over_time(wl, pt)
+                continue
             cols = columns(wl.kind)
             lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
             for g in pt.groups:

@@ -1,0 +1,73 @@
+"""What the HTML and Markdown reports print for the over-time workloads (kinds overload and
+soak): the rules behind the verdict and the figures, one table row per server, the memory limit.
+Plain text cells; each exporter escapes and lays them out."""
+from __future__ import annotations
+
+from ..aggregate import Group, WorkloadData
+from ..formatting import fmt_num, fmt_us
+from ..overload import RULES, RULES_INTRO
+
+KINDS = ("overload", "soak")
+OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",
+                    "p90 at end", "timeouts", "peak RSS MiB", "died at"]
+SOAK_HEADERS = ["place", "server", "model", "worst 1-s p99", "spread of 1-s p99s", "median 1-s p99",
+                "p99 (all due)", "timeouts", "successful req/s", "RSS first → last second MiB"]
+SOAK_RULES = ("Each second's p99 covers the responses and timeouts that ended in it. Worst 1-s p99 = the "
+              "highest of them (a pause's imprint); spread = their 90th minus 10th percentile (how much the "
+              "seconds differ beyond the worst one); rows that did not hold the rate or had more than 1 % "
+              "errors rank after the others.")
+
+
+def headers(kind: str) -> list[str]:
+    return OVERLOAD_HEADERS if kind == "overload" else SOAK_HEADERS
+
+
+def rules(kind: str) -> list[str]:
+    """The rules a reader needs to read the table, first line an introduction."""
+    if kind == "overload":
+        return [RULES_INTRO] + [f"{verdict}: {text}" for verdict, text in RULES]
+    return [SOAK_RULES]
+
+
+def _mib(b: float | None) -> str:
+    return fmt_num(b / 2**20, 0) if b is not None else "—"
+
+
+def cells(g: Group, kind: str) -> list[str]:
+    """One server's row (plain text)."""
+    f = g.figures
+    head = [str(g.place or "—"), g.server + (" ⚠" if g.warnings else ""), g.model]
+    if g.throughput is None:
+        status = g.bad[0].status if g.bad else "no data"
+        return head + [status] + ["—"] * (len(headers(kind)) - 4)
+    if kind == "overload":
+        died = f"{f.server_died_at_s:.1f} s" if f.server_died_at_s is not None else "—"
+        return head + [fmt_num(f.peak_ok_rps), f.verdict or "—", f.verdict_reason or "—", fmt_us(f.p90_at_peak_us),
+                       fmt_us(f.p90_end_us), fmt_num(f.timeouts), fmt_num(f.rss_peak_mib, 0), died]
+    rate = fmt_num(f.rps_median) + (" (did not hold)" if f.held is False else "")
+    return head + [fmt_us(f.worst_second_p99_us), fmt_us(f.second_p99_spread_us), fmt_us(f.median_second_p99_us),
+                   fmt_us(f.p99_us), fmt_num(f.timeouts), rate,
+                   f"{_mib(g.median('rss_start_bytes'))} → {_mib(g.median('rss_end_bytes'))}"]
+
+
+def memory_note(wl: WorkloadData) -> str:
+    """How the servers' memory was bounded in this workload's cells, in one sentence."""
+    cells = [c for g in wl.groups for c in g.ok + g.bad]
+    limited = [c for c in cells if c.metrics.memory_limit_bytes]
+    if not limited:
+        return ("No memory limit was set for the servers (serverbench run --server-memory-limit 512M sets one): "
+                "a row that runs out of memory here exhausts the machine's memory, not a ceiling.")
+    m = limited[0].metrics
+    methods = sorted({c.metrics.memory_limit_method or "?" for c in limited})
+    how = " and ".join(methods)
+    # a watchdog's detail says why cgroup v2 was not used (a cgroup's is only its path)
+    details = sorted({c.metrics.memory_limit_detail for c in limited
+                      if c.metrics.memory_limit_detail and c.metrics.memory_limit_method == "rss-watchdog"})
+    text = f"Memory limit per server process tree: {(m.memory_limit_bytes or 0) / 2**20:,.0f} MiB, enforced by {how}"
+    if "rss-watchdog" in methods:
+        text += (" (the tree's RSS summed 5 times a second while a measured run is sampled; SIGKILL of the "
+                 "whole tree the first time it passes the limit)")
+    return text + (f"; {'; '.join(details)}" if details else "") + "."
+
+
+__all__ = ["KINDS", "headers", "rules", "cells", "memory_note", "OVERLOAD_HEADERS", "SOAK_HEADERS"]
