@@ -76,6 +76,12 @@ d = float(sys.argv[1]); out = sys.argv[2]; names = sys.argv[3:]
 res = []
 for k, name in enumerate(names):
     rows = [tuple(map(float, l.split())) for l in open(f"{out}/rows.{k}") if l.strip()]
+    failed = sum(1 for r in rows if r[0] <= 0)
+    rows = [r for r in rows if r[0] > 0]
+    if failed:
+        print(f"{name}: {failed} round(s) without a response left out (the server or port was disturbed)")
+    if not rows:
+        sys.exit(f"{name}: no round produced responses")
     rps = statistics.median(r[0] / d for r in rows)
     cpu = statistics.median(r[1] / r[0] * 1e6 for r in rows)
     ngx = statistics.median(r[2] / r[0] * 1e6 for r in rows)
