@@ -37,6 +37,7 @@ class ToolRow(BaseModel):
     status: str = "ok"  # ok | cannot express | not installed | failed | skipped
     reason: str | None = None
     reps_ok: int = 0
+    killed: int = 0  # repetitions the tool did not finish by its deadline (killed; the server's count kept)
     reported_rps: float | None = None
     server_counted_rps: float | None = None
     server_counted_rps_min: float | None = None  # spread over the repetitions
@@ -64,7 +65,7 @@ class ToolRow(BaseModel):
         """The `crosscheck --json` object: the asked-for keys first, then context."""
         keys = ("tool", "version", "reported_rps", "server_counted_rps", "p50_us", "p99_us", "client_cpu_percent",
                 "notes", "client_cpu_peak_percent", "server", "workload", "point", "status", "reason", "ratio", "client_bound", "client_bound_peak", "client_cpu_us_per_request", "co_corrected",
-                "server_cpu_percent", "errors", "timeouts")
+                "server_cpu_percent", "errors", "timeouts", "killed")
         d = self.model_dump(mode="json")
         return {k: d[k] for k in keys}
 
@@ -112,6 +113,7 @@ def _row(cells: list[CellRecord]) -> ToolRow:
             row.status, row.reason = c0.status, c0.error
         return row
     tools = [c.metrics.tool for c in ok]
+    row.killed = sum(1 for t in tools if t and t.exit_code is None and t.wall_s is not None)
     row.reported_rps = _median(t.reported_rps for t in tools if t)
     counted = [r for t in tools if t and (r := rate(t.server_counted, t.server_basis_s)) is not None]
     row.server_counted_rps = _median(counted)

@@ -149,3 +149,15 @@ def test_finding_names_client_cpu_per_request() -> None:
 def test_finding_says_when_even_the_fastest_tool_left_the_server_idle() -> None:
     cells = [cell("a", "loadgen", 20_000, 200_000, 10.0, srv_cpu=40), cell("a", "wrk", 19_000, 190_000, 10.0)]
     assert "Even under loadgen the server used 40 % of its CPU" in collect(1, cells, {}).tools[0].finding
+
+
+def test_a_tool_killed_at_its_deadline_keeps_the_servers_count_and_is_flagged() -> None:
+    from serverbench.exporters.tools_section import flags
+    killed = cell("a", "drill", None, 300_000, 42.0, wall=42.0)
+    killed.metrics.tool.exit_code = None  # what session.py stores for a tool it had to kill
+    done = cell("a", "loadgen", 50_000, 500_000, 10.0, wall=10.0)
+    done.metrics.tool.exit_code = 0
+    rows = {r.tool: r for r in collect(1, [done, killed], {}).tools[0].rows}
+    assert rows["drill"].killed == 1 and rows["loadgen"].killed == 0
+    assert rows["drill"].server_counted_rps == pytest.approx(300_000 / 42.0) and rows["drill"].ratio is None
+    assert "killed at its deadline in 1 of 1 runs" in flags(rows["drill"])

@@ -215,8 +215,8 @@ def _drill(p: Point, url: str, timeout: float, cores: int, hint: int | None, not
             "--timeout", str(max(1, math.ceil(timeout)))]
     planned, limit = _bounds(p, timeout, 1.0)
     if p.requests is None:
-        # drill may be far slower than loadgen; bound it at three times the point's duration
-        limit = 3 * planned + timeout + 10.0
+        # drill may be several times slower than loadgen; bound it at five times the point's duration
+        limit = 5 * planned + timeout + 10.0
         notes.append(f"killed if it has not finished after {limit:.0f} s")
     return Invocation("drill", args, files={"plan.yml": text}, cores=cores, planned_s=planned, limit_s=limit,
                       script=text)

@@ -30,6 +30,8 @@ def flags(r: ToolRow) -> str:
         out.append("latency not CO-corrected")
     if not r.latency_reported:
         out.append("no latency")
+    if r.killed:
+        out.append(f"killed at its deadline in {r.killed} of {r.reps_ok} runs")
     if r.errors:
         out.append(f"{r.errors:,} errors" + (f" ({r.timeouts:,} timeouts)" if r.timeouts else ""))
     return ", ".join(out) or "—"
