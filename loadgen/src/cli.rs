@@ -4,7 +4,7 @@ use crate::request::{parse_url, Body, RequestSpec};
 use crate::schedule::Schedule;
 use crate::units::{flag_duration, Think};
 use clap::Parser;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "loadgen", version, about = "HTTP/1.1 load generator: closed, open (coordinated-omission corrected) and session load")]
@@ -101,6 +101,15 @@ pub struct Args {
     /// No progress line
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// This process is shard i of N ("0/2"): it runs its share of the
+    /// connections, users, rate and requests, with its own seed; open load's
+    /// constant spacing is phase-shifted so the N shards interleave
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Wall-clock instant the measured window starts (RFC 3339, or Unix
+    /// seconds); warm-up runs before it. Shards given the same instant start together
+    #[arg(long)]
+    pub start_at: Option<String>,
     /// Be killed (SIGKILL) when the parent process dies; also LOADGEN_DIE_WITH_PARENT=1
     #[arg(long)]
     pub die_with_parent: bool,
@@ -140,8 +149,34 @@ pub struct Config {
     pub ramp: Option<Duration>,
     /// Open load: coalescing bound of the send timer.
     pub send_quantum: Duration,
-    /// Most sockets open at once.
+    /// Most sockets open at once (this shard's).
     pub max_sockets: u64,
+    /// (index, count): this process's shard; (0, 1) when not sharded.
+    pub shard: (usize, usize),
+    /// When the measured window starts (--start-at).
+    pub start_at: Option<SystemTime>,
+}
+
+/// "i/N" with i < N.
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("--shard `{s}` must be i/N with 0 <= i < N, e.g. 0/2");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if n == 0 || i >= n || n > 4096 {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// RFC 3339 ("2026-11-23T22:00:00.5Z") or Unix seconds ("1795000000.25").
+pub fn parse_instant(s: &str) -> Result<SystemTime, String> {
+    let t = s.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        if v.is_finite() && v > 0.0 {
+            return Ok(UNIX_EPOCH + Duration::from_secs_f64(v));
+        }
+    }
+    humantime::parse_rfc3339_weak(t).map_err(|_| format!("--start-at `{s}` is not an RFC 3339 instant or Unix seconds"))
 }
 
 impl Config {
@@ -268,12 +303,41 @@ impl Config {
 
         let think = Think::parse(a.think.as_deref(), a.think_jitter)?;
 
-        let max_sockets = match mode {
+        let shard = a.shard.as_deref().map(parse_shard).transpose()?.unwrap_or((0, 1));
+        let start_at = a.start_at.as_deref().map(parse_instant).transpose()?;
+        let total_sockets = match mode {
             Mode::Closed => a.connections as u64,
             Mode::Open => a.max_connections as u64,
             Mode::Sessions => schedule.as_ref().map(|s| s.max_value().ceil() as u64).unwrap_or(0),
         };
-        Ok(Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets })
+        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at };
+        cfg.max_sockets = (0..cfg.args.threads).map(|t| cfg.share_of(total_sockets, t)).sum();
+        if cfg.max_sockets == 0 && mode == Mode::Closed {
+            return Err(format!("--connections {} gives shard {}/{} none; give at least one per shard", cfg.args.connections, shard.0, shard.1));
+        }
+        Ok(cfg)
+    }
+
+    /// Threads of all shards share the load as lanes: thread `tid` of shard i
+    /// of N is lane tid*N + i of threads*N, so the N shards interleave (open
+    /// load's request n goes to lane n mod lanes). Returns (lanes, lane).
+    pub fn lane(&self, tid: usize) -> (usize, usize) {
+        let (i, n) = self.shard;
+        (self.args.threads * n, tid * n + i)
+    }
+
+    /// Thread `tid`'s share of a total over every shard.
+    pub fn share_of(&self, total: u64, tid: usize) -> u64 {
+        let (lanes, lane) = self.lane(tid);
+        crate::models::share(total, lanes, lane)
+    }
+
+    /// This shard's seed for the worker threads' random streams.
+    pub fn seed(&self) -> u64 {
+        match self.shard {
+            (_, 1) => self.args.seed,
+            (i, _) => crate::models::seed_for(self.args.seed, i, 0x5AAD_5AAD_5AAD_5AAD),
+        }
     }
 
     /// The flag that sets the socket count, for error messages.
@@ -308,6 +372,28 @@ mod tests {
         assert_eq!(c.mode, Mode::Sessions);
         assert_eq!(c.max_sockets, 50);
         assert_eq!(c.think, Think::Fixed(Duration::from_millis(900), 0.1));
+    }
+
+    #[test]
+    fn shards_split_the_load_exactly_and_interleave() {
+        let (threads, n) = (3usize, 4usize);
+        let shards: Vec<Config> = (0..n)
+            .map(|i| cfg(&["http://127.0.0.1:1/", "-c", "101", "-t", "3", "-n", "1003", "--shard", &format!("{i}/{n}")]).unwrap())
+            .collect();
+        let sum = |total: u64| -> u64 { shards.iter().map(|c| (0..threads).map(|t| c.share_of(total, t)).sum::<u64>()).sum() };
+        assert_eq!((sum(101), sum(1003)), (101, 1003));
+        assert_eq!(shards.iter().map(|c| c.max_sockets).sum::<u64>(), 101);
+        // every lane once: open load's request k goes to exactly one thread of one shard
+        let mut lanes: Vec<usize> = shards.iter().flat_map(|c| (0..threads).map(|t| c.lane(t).1)).collect();
+        lanes.sort();
+        assert_eq!(lanes, (0..threads * n).collect::<Vec<_>>());
+        assert_ne!(shards[0].seed(), shards[1].seed());
+        assert!(cfg(&["http://127.0.0.1:1/", "-c", "1", "--shard", "1/2"]).is_err(), "a shard without connections");
+        for bad in ["2/2", "x", "1/0"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+        let t = parse_instant("2026-11-23T12:00:00.500Z").unwrap();
+        assert_eq!(t, parse_instant("1795435200.5").unwrap());
     }
 
     #[test]

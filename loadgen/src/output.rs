@@ -48,6 +48,8 @@ pub fn config_json(cfg: &Config) -> Value {
         "timeout_s": cfg.timeout.as_secs_f64(),
         "warmup_s": cfg.warmup.as_secs_f64(),
         "seed": a.seed,
+        "shard": if cfg.shard.1 > 1 { json!({"index": cfg.shard.0, "count": cfg.shard.1, "seed": cfg.seed()}) } else { Value::Null },
+        "start_at": cfg.start_at.map(|t| humantime::format_rfc3339_micros(t).to_string()),
     })
 }
 
@@ -85,7 +87,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             }
             // the schedule value in the middle of this second
             let t_mid = cfg.warmup.as_secs_f64() + i as f64 + 0.5;
-            let target = cfg.schedule.as_ref().map(|s| s.value_at(t_mid));
+            // this shard's share of the schedule (all of it when not sharded)
+            let target = cfg.schedule.as_ref().map(|s| s.value_at(t_mid) / cfg.shard.1 as f64);
             second.reset();
             histo::add_sparse(&mut second, &b.hist);
             let q = |p: f64| if second.is_empty() { 0 } else { second.value_at_quantile(p) };
@@ -100,6 +103,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
                 "active_users": b.active_users,
                 "target_rate": if cfg.mode == Mode::Open { json!(target) } else { Value::Null },
                 "target_users": if cfg.mode == Mode::Sessions { json!(target.map(f64::floor)) } else { Value::Null },
+                // this second's latencies, so timelines merge exactly across processes
+                "hist": histo::encode(&second),
             })
         })
         .collect();
@@ -108,6 +113,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         "loadgen_version": crate::VERSION,
         "config": config_json(cfg),
         "started_at": humantime::format_rfc3339_millis(r.started_at).to_string(),
+        "started_at_unix_s": r.started_at.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+        "start_late_us": r.start_late_us,
         "duration_s": (r.duration_s * 1000.0).round() / 1000.0,
         "interrupted": r.interrupted,
         "summary": {

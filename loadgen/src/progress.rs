@@ -13,12 +13,15 @@ pub struct Shared {
     pub errors: Vec<AtomicU64>,
     pub p99_us: Vec<AtomicU64>,
     pub stop: AtomicBool,
+    /// How late the latest thread woke for the planned start (µs): what
+    /// start skew between shards is measured from.
+    pub start_late_us: AtomicU64,
 }
 
 impl Shared {
     pub fn new(threads: usize) -> Shared {
         let v = || (0..threads).map(|_| AtomicU64::new(0)).collect();
-        Shared { requests: v(), errors: v(), p99_us: v(), stop: AtomicBool::new(false) }
+        Shared { requests: v(), errors: v(), p99_us: v(), stop: AtomicBool::new(false), start_late_us: AtomicU64::new(0) }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::cli::{Config, Mode};
 use crate::limits;
-use crate::models::{share, Closed, Model, Open, Sessions};
+use crate::models::{Closed, Model, Open, Sessions};
 use crate::models::{open::OpenPlan, sessions::SessionsPlan};
 use crate::net::Plan;
 use crate::progress::{Progress, Shared};
@@ -20,6 +20,8 @@ pub struct RunResult {
     pub rec: Recorder,
     /// A signal ended the run early.
     pub interrupted: bool,
+    /// How late the latest thread started load after the planned start.
+    pub start_late_us: u64,
 }
 
 #[derive(Debug)]
@@ -40,7 +42,7 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
         connect_timeout: cfg.connect_timeout,
         timeout: cfg.timeout,
         threads: cfg.args.threads,
-        seed: cfg.args.seed,
+        seed: cfg.seed(),
         start,
         measure_start,
         end: cfg.duration.map(|d| measure_start + d),
@@ -60,12 +62,13 @@ fn spawn<M: Model + Send + 'static>(plan: &Arc<Plan>, shared: &Arc<Shared>, tid:
 /// Thread `tid`'s worker, running the configured load model.
 fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize) -> Result<Worker, RunError> {
     let a = &cfg.args;
-    let threads = a.threads;
-    let budget = a.requests.map(|n| share(n, threads, tid));
+    // every shard's threads are lanes of one schedule (see Config::lane)
+    let (lanes, lane) = cfg.lane(tid);
+    let budget = a.requests.map(|n| cfg.share_of(n, tid));
     let schedule = || cfg.schedule.clone().expect("open load and sessions have a schedule");
     match cfg.mode {
         Mode::Closed => {
-            let n = share(a.connections as u64, threads, tid) as usize;
+            let n = cfg.share_of(a.connections as u64, tid) as usize;
             spawn(plan, shared, tid, budget, Closed::new(n, a.pipeline))
         }
         Mode::Open => {
@@ -75,25 +78,25 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
                 start: plan.start,
                 measure_start: plan.measure_start,
                 end: plan.end,
-                threads,
-                tid,
+                threads: lanes,
+                tid: lane,
                 seed: a.seed,
                 quantum: cfg.send_quantum,
-                pool_max: share(a.max_connections as u64, threads, tid) as usize,
-                max_backlog: share(a.max_backlog as u64, threads, tid) as usize,
+                pool_max: cfg.share_of(a.max_connections as u64, tid) as usize,
+                max_backlog: cfg.share_of(a.max_backlog as u64, tid) as usize,
             });
             spawn(plan, shared, tid, budget, model)
         }
         Mode::Sessions => {
             let model = Sessions::new(SessionsPlan {
                 schedule: schedule(),
-                max_users: share(cfg.max_sockets, threads, tid) as usize,
+                max_users: cfg.share_of(schedule().max_value().ceil() as u64, tid) as usize,
                 session_requests: a.session_requests,
                 think: cfg.think.clone(),
                 loop_sessions: a.loop_sessions,
                 start: plan.start,
-                threads,
-                tid,
+                threads: lanes,
+                tid: lane,
                 seed: a.seed,
             });
             spawn(plan, shared, tid, budget, model)
@@ -104,12 +107,21 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
 pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let limit = limits::raise_nofile();
     limits::check_sockets(cfg.max_sockets, cfg.args.threads as u64, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
-    // a short delay so every thread starts its schedule at the same instant
-    let start = Instant::now() + Duration::from_millis(20);
+    // a short delay so every thread starts its schedule at the same instant;
+    // with --start-at, load starts a warm-up before that wall-clock instant
+    let (now_i, now_w) = (Instant::now(), SystemTime::now());
+    let lead = match cfg.start_at {
+        None => Duration::from_millis(20),
+        Some(t) => t
+            .checked_sub(cfg.warmup)
+            .and_then(|s| s.duration_since(now_w).ok())
+            .ok_or_else(|| RunError::Usage("--start-at is less than --warmup from now; give a later instant".into()))?,
+    };
+    let start = now_i + lead;
     let plan = Arc::new(build_plan(cfg, start)?);
     let threads = cfg.args.threads;
     let shared = Arc::new(Shared::new(threads));
-    let started_at = SystemTime::now() + cfg.warmup + Duration::from_millis(20);
+    let started_at = now_w + lead + cfg.warmup;
     let mut handles = vec![];
     for tid in 0..threads {
         handles.push(spawn_worker(cfg, &plan, &shared, tid)?);
@@ -139,5 +151,6 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let duration_s = end.saturating_duration_since(plan.measure_start).as_secs_f64();
     // a signal after the planned end interrupted nothing
     let interrupted = crate::signals::interrupted() && plan.end.is_none_or(|e| finished < e);
-    Ok(RunResult { started_at, duration_s, rec, interrupted })
+    let start_late_us = shared.start_late_us.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(RunResult { started_at, duration_s, rec, interrupted, start_late_us })
 }

@@ -36,6 +36,8 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
         std::thread::sleep(plan.start - now);
     }
     let now = Instant::now();
+    let late = now.saturating_duration_since(plan.start).as_micros() as u64;
+    shared.start_late_us.fetch_max(late, Ordering::Relaxed);
     model.start(&mut net, now);
     net.flush_dirty(&mut model, now);
     let mut events = Events::with_capacity(1024);

@@ -375,3 +375,33 @@ fn histograms_from_two_processes_merge_exactly() {
     let tl: u64 = a.json["timeline"].as_array().unwrap().iter().map(|b| b["completed"].as_u64().unwrap()).sum();
     assert_eq!(tl, 500, "timeline counts add up to the summary");
 }
+
+#[test]
+fn two_shards_start_together_and_split_the_load_exactly() {
+    let srv = hello_server();
+    let url = srv.url("/");
+    let at = std::time::SystemTime::now() + Duration::from_millis(600);
+    let at = format!("{:.6}", at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
+    let runs: Vec<_> = (0..2)
+        .map(|i| {
+            let (url, at) = (url.clone(), at.clone());
+            std::thread::spawn(move || loadgen(&[&url, "--rate", "400", "-d", "1s", "--shard", &format!("{i}/2"), "--start-at", &at]))
+        })
+        .collect();
+    let outs: Vec<Outcome> = runs.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut total = 0;
+    for o in &outs {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let n = o.summary("responses");
+        assert!((198..=200).contains(&n), "each shard takes half of 400/s for 1 s: {n}");
+        total += n;
+        assert!(o.json["start_late_us"].as_u64().unwrap() < 5_000, "woke late: {}", o.json["start_late_us"]);
+        assert_eq!(o.json["timeline"][0]["target_rate"], 200.0);
+        assert!(o.json["timeline"][0]["hist"].as_str().unwrap().starts_with("HISTF"), "encoded per-second histogram");
+    }
+    assert_eq!(srv.counters.requests.load(Ordering::SeqCst) as u64, total, "the server saw exactly the shards sum");
+    assert_eq!(outs[0].json["started_at_unix_s"], outs[1].json["started_at_unix_s"]);
+    assert_ne!(outs[0].json["config"]["shard"]["seed"], outs[1].json["config"]["shard"]["seed"]);
+    let past = Command::new(env!("CARGO_BIN_EXE_loadgen")).args([&url, "-n", "1", "--start-at", "1000"]).output().unwrap();
+    assert_eq!(past.status.code(), Some(2), "an instant in the past is a usage error");
+}
