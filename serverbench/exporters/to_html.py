@@ -413,7 +413,7 @@ def _tools_compared(page: Page, results: RunResults) -> None:
     if not results.tools:
         return
     page.heading(2, "Tools compared")
-    page.add(f"<p>{esc(tools_section.INTRO.replace('`', ''))}</p>")
+    page.add(f"<p>{esc(tools_section.INTRO.replace('`', '').replace('*', ''))}</p>")
     for tc in results.tools:
         page.heading(3, tools_section.title(tc))
         for server in tc.servers:
