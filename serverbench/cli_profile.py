@@ -52,11 +52,11 @@ def profiles_json(profiles: list[Any]) -> dict[str, Any]:
 def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, starts: int = 5,
                  levels: tuple[int, ...] | None = None, server_cpus: list[int] | None = None,
                  client_cpus: list[int] | None = None, workers: int | None = None,
-                 out: Console = console) -> list[Any]:
+                 only_changed: bool = False, out: Console = console) -> list[Any]:
     """Profile `ids` (all when None), print each step and the table; the profiles (stored)."""
     from .profiler import ProfileOptions, profile_servers
     opts = ProfileOptions(cold=cold, starts=starts, server_cpus=server_cpus or [], client_cpus=client_cpus or [],
-                          workers=workers)
+                          workers=workers, only_changed=only_changed)
     if levels:
         opts.levels = levels
     profiles = []
@@ -74,6 +74,8 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, starts: int =
 def profile_cmd(
     ids: Optional[list[str]] = typer.Argument(None, help="Server ids; default: all.", show_default=False),
     no_cold: bool = typer.Option(False, "--no-cold", help="Skip cold builds (empty caches; slow)."),
+    only_changed: bool = typer.Option(False, "--only-changed",
+                                      help="Keep a server's latest profile when it is complete and of the same code."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the figures to this JSON file."),
     starts: int = typer.Option(5, "--starts", min=1, help="Starts whose start-up median is taken."),
     levels: str = typer.Option("1000,10000", "--levels",
@@ -94,7 +96,8 @@ def profile_cmd(
     store = open_store(db)
     profiles = run_profiles(ids, store, cold=not no_cold, starts=starts, levels=counts,
                             server_cpus=cpus_option(server_cpus, "server"),
-                            client_cpus=cpus_option(client_cpus, "client"), workers=workers)
+                            client_cpus=cpus_option(client_cpus, "client"), workers=workers,
+                            only_changed=only_changed)
     if json_out is not None:
         try:
             json_out.write_text(json.dumps(profiles_json(profiles), indent=1) + "\n")

@@ -209,7 +209,7 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
     if result.status == "interrupted":
         raise typer.Exit(130)
     from .cli_profile import run_profiles
-    run_profiles(passed, store, cold=cold)
+    run_profiles(passed, store, cold=cold, only_changed=True)
     console.print(f"results DB: {store.path}")
     rp = write_report(store, result.run_id, paths.REPORTS)
     console.print(f"HTML:     {rp.html}\nMarkdown: {rp.markdown}\nCSV:      {rp.csv}")

@@ -13,21 +13,26 @@ from .cost import CostRow, THROUGHPUT_WORKLOAD
 Value = Callable[[CostRow], float | None]
 
 
+def bounded_label(r: CostRow) -> str:
+    """The server, with its bound when it holds at most N connections (its slope is over ≤ N)."""
+    return f"{r.server} (≤{r.profile.bound:,})" if r.profile.bound else r.server
+
+
 def cost_bar(rows: list[CostRow], value: Value, title: str, axis: str, fmt: str = ",.0f",
-             log: bool = False) -> go.Figure:
+             log: bool = False, label: Callable[[CostRow], str] = lambda r: r.server) -> go.Figure:
     """One bar per server (grouped by model, coloured by it); servers without the figure are left out."""
     fig = go.Figure()
     shown = [r for r in rows if value(r) is not None]
     for model in dict.fromkeys(r.model for r in shown):
         rs = [r for r in shown if r.model == model]
-        fig.add_bar(name=model, x=[r.server for r in rs], y=[value(r) for r in rs], marker_color=model_color(model),
+        fig.add_bar(name=model, x=[label(r) for r in rs], y=[value(r) for r in rs], marker_color=model_color(model),
                     legendgroup=model, text=[format(value(r), fmt) for r in rs], textposition="outside",
                     cliponaxis=False, hovertemplate=f"%{{x}}: %{{y:{fmt}}} {axis}<extra>{model}</extra>")
     yaxis: dict = {"title": axis}
     if log:
         yaxis.update(type="log", **log_ticks([value(r) for r in shown], lambda v: f"{v:g}"))
     return _layout(fig, title, legend_title_text="model", yaxis=yaxis, margin={"b": 110},
-                   xaxis={"categoryorder": "array", "categoryarray": [r.server for r in shown], "tickangle": -40})
+                   xaxis={"categoryorder": "array", "categoryarray": [label(r) for r in shown], "tickangle": -40})
 
 
 def lines_chart(rows: list[CostRow]) -> go.Figure:
@@ -61,7 +66,7 @@ def tradeoff_chart(rows: list[CostRow]) -> go.Figure:
                         hovertemplate="%{text}: %{x:,} lines, %{y:,.0f} req/s<extra></extra>")
         right = [r for r in rs if r.rss_per_1000_mib is not None]
         fig.add_scatter(**common, x=[r.rss_per_1000_mib for r in right], y=[r.rps for r in right], name=model,
-                        text=[r.server for r in right], showlegend=not left, row=1, col=2,
+                        text=[bounded_label(r) for r in right], showlegend=not left, row=1, col=2,
                         hovertemplate="%{text}: %{x:.1f} MiB per 1,000 connections, %{y:,.0f} req/s<extra></extra>")
     fig.update_xaxes(title_text="code lines (own + shared)", row=1, col=1)
     fig.update_xaxes(title_text="MiB per 1,000 idle keep-alive connections", row=1, col=2)
@@ -70,4 +75,4 @@ def tradeoff_chart(rows: list[CostRow]) -> go.Figure:
                         "connection", height=480, legend_title_text="model", margin={"t": 80})
 
 
-__all__ = ["cost_bar", "lines_chart", "tradeoff_chart"]
+__all__ = ["cost_bar", "lines_chart", "tradeoff_chart", "bounded_label"]

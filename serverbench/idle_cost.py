@@ -5,7 +5,9 @@ starts, each on a fresh process. Memory: the RSS of the whole process tree (psut
 sampler reads it in every cell; shared pages of a process pool count once per process) 2 s after
 ready, then with idle keep-alive connections held open by a child process (idle_clients) at each
 connection level; bounded models only up to their max_connections. Memory per connection is the
-slope between the two highest levels, so one-off costs (first request, JIT, pools) fall out.
+slope between the two highest levels, so one-off costs (first request, JIT, pools) fall out. A
+level where the server closed idle connections before RSS was read (an idle timeout shorter than
+the time to open them all) does not count; with one level left the slope starts from idle.
 Kernel socket buffers are not in RSS and so not in these figures.
 """
 from __future__ import annotations
@@ -22,9 +24,10 @@ from .sampler import Sampler
 
 READY_POLL_S = 0.002
 IDLE_AFTER_READY_S = 2.0
-SETTLE_S = 1.0  # after the connections of a level are open, before RSS is read
-RSS_WINDOW_S = 1.0  # RSS is the mean over this window (sampled every 0.1 s)
+SETTLE_S = 0.5  # after the connections of a level are open, before RSS is read
+RSS_WINDOW_S = 0.5  # RSS is the mean over this window (sampled every 0.1 s)
 LEVELS = (1000, 10_000)
+HELD_SHARE = 0.95  # a level counts in the slope when this share of its connections stayed open
 
 
 @dataclass
@@ -104,8 +107,20 @@ def measure_memory(m: Manifest, *, levels: list[int], server_cpus: list[int] | N
         out.errors.append(f"memory: {str(e).splitlines()[0]}")
     except RuntimeError as e:
         out.errors.append(f"memory: {e}")
-    out.per_connection_bytes = slope([(lv.held, lv.rss_bytes) for lv in out.levels])
+    out.per_connection_bytes, note = per_connection(out.levels, out.idle_rss_bytes)
+    out.errors += [note] if note else []
     return out
 
 
-__all__ = ["Startup", "IdleMemory", "measure_startup", "measure_memory", "connection_levels", "slope", "LEVELS"]
+def per_connection(levels: list[RssLevel], idle_rss: int | None) -> tuple[float | None, str | None]:
+    """The slope over the levels that kept their connections; (bytes per connection, a note when
+    a level had to be left out and the slope starts from idle instead)."""
+    kept = [(lv.held, lv.rss_bytes) for lv in levels if lv.held >= HELD_SHARE * lv.requested]
+    if len(kept) == 1 and idle_rss is not None and len(levels) > 1:
+        return slope([(0, idle_rss), *kept]), (f"memory per connection from idle to {kept[0][0]:,} connections: "
+                                               "the higher level lost connections before RSS was read")
+    return slope(kept), None
+
+
+__all__ = ["Startup", "IdleMemory", "measure_startup", "measure_memory", "connection_levels", "slope",
+           "per_connection", "LEVELS"]

@@ -4,7 +4,9 @@ One `ServerProfile` per contestant, stored with its folder hash (store.record_pr
 source lines (code_lines), direct dependencies (dependencies), cold and warm build (build_cost),
 the artifact (artifact), start-up and idle memory (idle_cost). A step that fails leaves its
 figures None and one line in `errors`; the other steps still run. A profile without a cold build
-(`--no-cold`) keeps the cold figures of the latest earlier profile of the same code.
+(`--no-cold`) keeps the cold figures of the latest earlier profile of the same code; with
+`only_changed` (make bench) a row whose latest profile is complete and of the same code is not
+measured again.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ class ProfileOptions:
     client_cpus: list[int] = field(default_factory=list)
     workers: int | None = None
     ready_timeout: float = 60.0
+    # keep a row's latest profile when it is of the same code and complete (make bench)
+    only_changed: bool = False
 
 
 def _static(m: Manifest, p: ServerProfile) -> None:
@@ -134,9 +138,21 @@ def profile_servers(ms: list[Manifest], store: Store, opts: ProfileOptions,
         opts.server_cpus = opts.server_cpus or s_cpus
         opts.client_cpus = opts.client_cpus or c_cpus
     for m in ms:
-        p = profile_server(m, opts, store.latest_profile(m.id), on_step)
+        previous = store.latest_profile(m.id)
+        if opts.only_changed and _still_valid(m, previous, opts.cold):
+            on_step(f"{m.id}: unchanged since its profile of {previous.measured_at[:16]}; kept")  # type: ignore[union-attr]
+            yield previous  # type: ignore[misc]
+            continue
+        p = profile_server(m, opts, previous, on_step)
         store.record_profile(p)
         yield p
+
+
+def _still_valid(m: Manifest, previous: ServerProfile | None, cold: bool) -> bool:
+    """A complete profile of the code as it is now (with a cold figure, when one is asked for)."""
+    return (previous is not None and not previous.errors and previous.startup_ms is not None
+            and previous.folder_hash == build.folder_hash(m) and (not cold or previous.build_cold_s is not None
+                                                                  or not m.build.strip()))
 
 
 __all__ = ["ProfileOptions", "profile_server", "profile_servers", "DEFAULT_STARTS"]

@@ -16,8 +16,8 @@ from serverbench.catalog import load_catalog
 from serverbench.cli_profile import JSON_KEYS
 from serverbench.code_lines import count_lines
 from serverbench.dependencies import cargo, direct_dependencies, gomod, package_json, pom, requirements
-from serverbench.idle_cost import connection_levels, measure_memory, measure_startup, slope
-from serverbench.model import ServerProfile
+from serverbench.idle_cost import connection_levels, measure_memory, measure_startup, per_connection, slope
+from serverbench.model import RssLevel, ServerProfile
 from serverbench.profiler import ProfileOptions, _carry_cold, profile_server
 from serverbench.store import Store
 
@@ -127,6 +127,17 @@ def test_bounded_models_stay_within_their_bound() -> None:
     assert slope([(10, 1100)]) is None
 
 
+def test_a_level_that_lost_its_connections_is_left_out_of_the_slope() -> None:
+    # an idle timeout shorter than the time to open 10,000: most were closed when RSS was read
+    lost = [RssLevel(requested=1000, held=1000, rss_bytes=30_000_000),
+            RssLevel(requested=10_000, held=1322, rss_bytes=90_000_000)]
+    per_conn, note = per_connection(lost, idle_rss=10_000_000)
+    assert per_conn == 20_000.0 and note is not None and "from idle to 1,000" in note
+    kept = [RssLevel(requested=1000, held=1000, rss_bytes=30_000_000),
+            RssLevel(requested=10_000, held=9920, rss_bytes=210_000_000)]
+    assert per_connection(kept, idle_rss=10_000_000) == ((210_000_000 - 30_000_000) / 8920, None)
+
+
 def test_cold_figures_carry_over_only_for_the_same_code() -> None:
     old = ServerProfile(server="s", measured_at="t0", folder_hash="h", build_cold_s=12.5, build_download_s=3.0)
     same = ServerProfile(server="s", measured_at="t1", folder_hash="h")
@@ -150,3 +161,7 @@ def test_cli_profile_stores_and_writes_json(rows: dict, tmp_path: Path) -> None:
     assert q["build_cold_s"] is None and q["build_warm_s"] is None  # nothing to build
     stored = Store(db).latest_profile("quick")
     assert stored is not None and stored.startup_ms == q["startup_ms"]
+    # --only-changed (make bench): the same code keeps its complete profile, nothing is measured again
+    again = CliRunner().invoke(cli.app, ["profile", "quick", "--only-changed", "--db", str(db)])
+    assert again.exit_code == 0, again.output
+    assert Store(db).db.execute("SELECT COUNT(*) FROM profiles").fetchone()[0] == 1

@@ -23,7 +23,7 @@ from . import overtime_section
 from .to_markdown import errors_cell, rate_cell
 from ..timecharts import over_time_chart
 from .. import cost
-from ..cost_charts import cost_bar, lines_chart, tradeoff_chart
+from ..cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..fingerprint import normalize
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
 
@@ -402,7 +402,9 @@ def _cost_of_ownership(page: Page, results: RunResults) -> None:
     page.chart(cost_bar(rows, lambda r: None if r.profile.idle_rss_bytes is None else r.profile.idle_rss_bytes / 2**20,
                         "idle memory: RSS of the process tree 2 s after ready", "MiB", ",.1f"), "")
     page.chart(cost_bar(rows, lambda r: r.rss_per_1000_mib, "memory per 1,000 idle keep-alive connections "
-                        "(slope between the two levels)", "MiB", ",.2f"), "")
+                        "(slope between the two levels)", "MiB", ",.2f", label=bounded_label), "",
+               "Bounded models (≤ N) hold at most N connections: their slope is measured between N/2 and N "
+               "and scaled to 1,000 for comparison.")
     if any(r.rps is not None for r in rows):
         page.chart(tradeoff_chart(rows), "", "Throughput from this run; code size and memory from each server's "
                    "latest profile.")
