@@ -112,12 +112,14 @@ def _stop(pid: int) -> None:
 
 def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
                 rate: float | None = None, timeout_grace: float = 15.0,
-                warmup: str | None = None, time_limit: float | None = None) -> LoadgenResult:
+                warmup: str | None = None, time_limit: float | None = None,
+                extra_args: list[str] | None = None) -> LoadgenResult:
     """Run loadgen for `point` against `url` and return its parsed result and client usage.
 
     `rate` overrides the point's rate (calibrated "N%" rates); `warmup` passes loadgen's
     --warmup; the process is killed when it overruns its planned time + `timeout_grace`.
-    Threads default to the number of client CPUs when the point leaves them unset."""
+    Threads default to the number of client CPUs when the point leaves them unset; `extra_args`
+    go to loadgen as they are (a shard's --shard and --start-at)."""
     exe = binary()
     if not exe.is_file():
         raise _missing(exe)
@@ -127,6 +129,7 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
         args += ["--threads", str(ncpu)]
     if warmup:
         args += ["--warmup", warmup]
+    args += extra_args or []
     threads = point.threads or ncpu
     cores = max(1, min(threads, ncpu))
     extra = parse_duration(warmup) if warmup else 0.0

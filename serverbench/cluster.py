@@ -1,0 +1,159 @@
+"""Load shards on Dask distributed workers: one point's load split over N loadgen processes.
+
+`--cluster local:N` starts a LocalCluster of N worker processes on 127.0.0.1 (they inherit
+the harness's affinity, i.e. the client CPUs); `--cluster tcp://HOST:PORT` (or tls://) joins an
+existing scheduler. Workers started with the resource `loadgen` run the shards, one each: shard
+i of N gets `--shard i/N` and one `--start-at` instant for all, so their measured windows line
+up; the reports are merged exactly by `shards.merge`. Dask is imported only here, and only when
+a cluster is used, so the CLI stays fast without it.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from . import shards
+from .loadgen import LoadgenError, LoadgenResult, deadline_for, run_loadgen
+from .model import LoadgenReport
+from .workloads import Point
+
+# Time from submitting the shards to their common start: dispatch to a worker takes ms on a
+# LAN; the margin keeps a busy worker from missing the instant.
+LEAD_S = 1.0
+WORKER_WAIT_S = 30.0
+RESOURCE = "loadgen"
+
+
+def run_shard(url: str, point: Point, default_path: str, rate: float | None, index: int, count: int,
+              start_at: float, client_cpus: list[int] | None) -> dict[str, Any]:
+    """On a worker: run shard `index` of `count` and return its report with where and how it ran."""
+    late = time.time() - start_at
+    if late > -0.05:
+        raise LoadgenError(f"shard {index}/{count} reached its worker {late:.3f}s after the planned start "
+                           "(a worker was replaced mid-cell?)")
+    r = run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate,
+                    extra_args=["--shard", f"{index}/{count}", "--start-at", f"{start_at:.6f}"],
+                    time_limit=deadline_for(point) + LEAD_S)
+    rep = r.report.dump()
+    return {"index": index, "host": socket.gethostname(), "pid": os.getpid(), "started_at": rep.get("started_at"),
+            "start_skew_basis_s": shards.actual_start_s(rep), "wall_s": round(r.wall_s, 3),
+            "client_cpu_s": round(r.client_cpu_s, 3), "client_cpu_percent": round(r.client_cpu_percent, 1),
+            "client_saturated": r.client_saturated, "client_cores": r.client_cores, "loadgen": rep}
+
+
+class LoadCluster:
+    """A Dask client (and, for `local:N`, its LocalCluster) that runs sharded loadgen points."""
+
+    def __init__(self, spec: str, *, security: Any = None) -> None:
+        self.spec, self.security = spec, security
+        self.local_workers: int | None = None
+        self._cluster: Any = None
+        self._client: Any = None
+
+    def start(self) -> "LoadCluster":
+        import dask
+        from distributed import Client, LocalCluster
+        if self.spec.startswith("local:"):
+            try:
+                n = int(self.spec.split(":", 1)[1])
+            except ValueError:
+                n = 0
+            if n < 1:
+                raise ValueError(f"--cluster {self.spec}: give local:N with N >= 1, e.g. local:2")
+            self.local_workers = n
+            # a worker that dies fails its shard at once instead of being retried on another
+            # worker after the common start instant has passed
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                             dashboard_address=None, resources={RESOURCE: 1})
+            self._client = Client(self._cluster)
+        else:
+            self._client = Client(self.spec, security=self.security, timeout=WORKER_WAIT_S)
+        return self
+
+    def close(self) -> None:
+        for thing in (self._client, self._cluster):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # closing is best effort: the run's result is already stored
+                    pass
+        self._client = self._cluster = None
+
+    def __enter__(self) -> "LoadCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def loaders(self) -> list[str]:
+        """Addresses of the workers that offer the `loadgen` resource, in a stable order."""
+        if self.local_workers:
+            self._client.wait_for_workers(self.local_workers, timeout=WORKER_WAIT_S)
+        info = self._client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(self._client) \
+            else self._client.scheduler_info()["workers"]
+        out = sorted(a for a, w in info.items() if (w.get("resources") or {}).get(RESOURCE, 0) >= 1)
+        if not out:
+            raise LoadgenError(f"no Dask worker with the resource {RESOURCE} on {self.spec}; start workers with "
+                               f"`dask worker ADDRESS --resources {RESOURCE}=1`")
+        return out
+
+    def run(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
+            rate: float | None = None) -> LoadgenResult:
+        """Run `point` as one shard per loadgen worker; the merged result (raises LoadgenError)."""
+        from distributed import wait
+        workers = self.loaders()
+        n = len(workers)
+        cpus = client_cpus if self.local_workers else None  # a remote worker uses its own machine
+        start_at = time.time() + LEAD_S
+        futures = [self._client.submit(run_shard, url, point, default_path, rate, i, n, start_at, cpus,
+                                       workers=[addr], allow_other_workers=False, resources={RESOURCE: 1},
+                                       pure=False, key=f"shard-{i}-of-{n}-{start_at:.6f}")
+                   for i, addr in enumerate(workers)]
+        limit = LEAD_S + deadline_for(point) + 60.0
+        # wait for every shard, failed or not, so none still runs when the next point starts
+        wait(futures, timeout=limit, return_when="ALL_COMPLETED")
+        results, errors = [], []
+        for i, (f, addr) in enumerate(zip(futures, workers)):
+            try:
+                results.append(f.result(timeout=1))
+            except Exception as e:  # KilledWorker, LoadgenError, timeouts: the shard failed
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                errors.append(f"shard {i}/{n} on {addr}: {type(e).__name__}: {msg}")
+        if errors:
+            for f in futures:
+                f.cancel()
+            raise LoadgenError("; ".join(errors))
+        return merged_result(results)
+
+
+def _takes_n_workers(client: Any) -> bool:
+    import inspect
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def merged_result(results: list[dict[str, Any]]) -> LoadgenResult:
+    """One LoadgenResult from the shards' results: the merged report, with the shards inside it."""
+    results = sorted(results, key=lambda r: r["index"])
+    reports = [r["loadgen"] for r in results]
+    merged = shards.merge(reports)
+    skew = shards.start_skew_ms(reports)
+    merged["shards"] = [{k: v for k, v in r.items() if k != "start_skew_basis_s"} for r in results]
+    merged["start_skew_ms"] = skew
+    report = LoadgenReport.parse(merged, "merged shards")
+    cpu = sum(r["client_cpu_s"] for r in results)
+    wall = max(r["wall_s"] for r in results)
+    return LoadgenResult(report=report, args=[], wall_s=wall, client_cpu_s=cpu,
+                         client_cpu_percent=sum(r["client_cpu_percent"] for r in results),
+                         client_saturated=any(r["client_saturated"] for r in results),
+                         client_cores=sum(r["client_cores"] for r in results),
+                         extra={"shards": len(results), "shard_start_skew_ms": skew})
+
+
+__all__ = ["LoadCluster", "run_shard", "merged_result", "LEAD_S"]
