@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from . import overtime, ranking
 from .aggregate_tools import ToolsCompared, compare_tools
 from .model import CellRecord, ServerProfile
+from .shards import SKEW_WARN_MS
 from .stats import NOISE_CV, Stats, noisy, outliers, summarize
 from .workloads import load_workloads, parse_duration
 
@@ -364,6 +365,10 @@ class Group:
             cpu = self.median("client_cpu_percent")
             add("client-bound", "warning", "client-bound — the load generator was saturated"
                 + (f" ({cpu:.0f} % CPU)" if cpu is not None else "") + "; the server may be faster than shown")
+        skews = [c.metrics.shard_start_skew_ms for c in self.ok if c.metrics.shard_start_skew_ms is not None]
+        if skews and max(skews) > SKEW_WARN_MS:
+            add("shard-skew", "warning", f"load shards started up to {max(skews):.1f} ms apart (> {SKEW_WARN_MS:g} ms): "
+                                         "their windows did not line up, so the merged seconds blur at the edges")
         if self.is_capacity and any(c.metrics.capacity_ceiling for c in self.ok):
             add("lower-bound", "info", "capacity is a lower bound — every step of the schedule held; "
                                        "raise the workload's max_steps to find the limit")

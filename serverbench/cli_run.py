@@ -66,6 +66,16 @@ def run_cmd(
         "cgroup v2 where the machine allows it, else an RSS watchdog that kills the tree past it."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified",
                                           help="Also run servers that failed or never ran verify."),
+    cluster: Optional[str] = typer.Option(
+        None, "--cluster", help="Split each point's load over Dask workers with the resource loadgen: "
+        "local:N (N worker processes on 127.0.0.1, on the client CPUs) or a scheduler address tcp://HOST:PORT "
+        "(tls://… with --cluster-tls-*)."),
+    target: Optional[str] = typer.Option(
+        None, "--target", help="Measure a server that is already running at this http:// URL (not built, "
+        "verified or started here; no CPU/memory figures). --servers ID labels it as that catalog row."),
+    cluster_tls_ca: Optional[Path] = typer.Option(None, "--cluster-tls-ca", help="Dask TLS: CA file."),
+    cluster_tls_cert: Optional[Path] = typer.Option(None, "--cluster-tls-cert", help="Dask TLS: client certificate."),
+    cluster_tls_key: Optional[Path] = typer.Option(None, "--cluster-tls-key", help="Dask TLS: client key."),
     resume: bool = typer.Option(False, "--resume",
                                 help="Continue an interrupted run: `--resume [RUN_ID]`, its own options."),
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
@@ -98,7 +108,23 @@ def run_cmd(
             parse_size(server_memory_limit)
         except MemoryLimitError as e:
             raise fail(f"--server-memory-limit: {e}") from None
+    tls = {k: str(v) for k, v in (("ca_file", cluster_tls_ca), ("cert", cluster_tls_cert),
+                                   ("key", cluster_tls_key)) if v is not None} or None
+    if cluster is not None:
+        from .cluster import check_spec
+        try:
+            check_spec(cluster, tls)
+        except ValueError as e:
+            raise fail(f"--cluster: {e}") from None
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
+    if target is not None:
+        from .target import parse
+        try:
+            parse(target)
+        except ValueError as e:
+            raise fail(str(e)) from None
+        if ids and len(ids) != 1:
+            raise fail("--target measures one server: give at most one --servers ID to label it")
     names = [x for s in workload or ["quick"] for x in s.split(",") if x]
     errors: list[str] = []
     all_w = wl.load_workloads(errors=errors)
@@ -108,11 +134,12 @@ def run_cmd(
         chosen = wl.select(all_w, names)
     except wl.WorkloadError as e:
         raise fail(str(e)) from None
-    manifests = selected(ids)
-    opts = RunOptions(servers=[m.id for m in manifests], workloads=names,
+    manifests = selected(ids) if ids or target is None else None
+    opts = RunOptions(servers=[m.id for m in manifests] if manifests is not None else None, workloads=names,
                       repeat=repeat or (1 if quick else DEFAULT_REPEAT), duration=duration, full=full,
                       server_cpus=cpus_option(server_cpus, "server"), client_cpus=cpus_option(client_cpus, "client"),
-                      allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit)
+                      allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit,
+                      cluster=cluster, cluster_tls=tls, target=target)
     result = _measure(store, opts, manifests=manifests, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)

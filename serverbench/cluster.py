@@ -26,6 +26,32 @@ WORKER_WAIT_S = 30.0
 RESOURCE = "loadgen"
 
 
+def check_spec(spec: str, tls: dict[str, str] | None = None) -> None:
+    """ValueError (one line, naming the fix) unless `spec` is local:N or a scheduler address."""
+    if spec.startswith("local:"):
+        n = spec.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"{spec}: give local:N with N >= 1, e.g. local:2")
+        if tls:
+            raise ValueError("a local cluster listens on 127.0.0.1 only; TLS options are for a remote scheduler")
+        return
+    if not spec.startswith(("tcp://", "tls://")) or ":" not in spec.split("://", 1)[1]:
+        raise ValueError(f"{spec}: give local:N or a Dask scheduler address tcp://HOST:PORT (tls://HOST:PORT)")
+    if tls and not spec.startswith("tls://"):
+        raise ValueError(f"{spec}: TLS options need a tls:// scheduler address")
+    if spec.startswith("tls://") and not (tls and {"ca_file", "cert", "key"} <= tls.keys()):
+        raise ValueError("a tls:// scheduler needs --cluster-tls-ca, --cluster-tls-cert and --cluster-tls-key")
+
+
+def security(tls: dict[str, str] | None) -> Any:
+    """Dask's Security for a TLS scheduler (mutual TLS, encryption required); None without TLS."""
+    if not tls:
+        return None
+    from distributed.security import Security
+    return Security(tls_ca_file=tls["ca_file"], tls_client_cert=tls["cert"], tls_client_key=tls["key"],
+                    require_encryption=True)
+
+
 def run_shard(url: str, point: Point, default_path: str, rate: float | None, index: int, count: int,
               start_at: float, client_cpus: list[int] | None) -> dict[str, Any]:
     """On a worker: run shard `index` of `count` and return its report with where and how it ran."""
@@ -43,6 +69,12 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
             "client_saturated": r.client_saturated, "client_cores": r.client_cores, "loadgen": rep}
 
 
+def _warm() -> bool:
+    """On a worker: import what a shard needs, so the first shard is not late for its start."""
+    from . import loadgen, shards as _shards, workloads  # noqa: F401  (imports are the point)
+    return True
+
+
 class LoadCluster:
     """A Dask client (and, for `local:N`, its LocalCluster) that runs sharded loadgen points."""
 
@@ -55,13 +87,10 @@ class LoadCluster:
     def start(self) -> "LoadCluster":
         import dask
         from distributed import Client, LocalCluster
+        check_spec(self.spec, {"tls": "given"} if self.security is not None and self.spec.startswith("local:")
+                   else None)
         if self.spec.startswith("local:"):
-            try:
-                n = int(self.spec.split(":", 1)[1])
-            except ValueError:
-                n = 0
-            if n < 1:
-                raise ValueError(f"--cluster {self.spec}: give local:N with N >= 1, e.g. local:2")
+            n = int(self.spec.split(":", 1)[1])
             self.local_workers = n
             # a worker that dies fails its shard at once instead of being retried on another
             # worker after the common start instant has passed
@@ -102,6 +131,8 @@ class LoadCluster:
         if not out:
             raise LoadgenError(f"no Dask worker with the resource {RESOURCE} on {self.spec}; start workers with "
                                f"`dask worker ADDRESS --resources {RESOURCE}=1`")
+        # a new (or restarted) worker imports the harness first: seconds that must not eat the lead
+        self._client.run(_warm, workers=out)
         return out
 
     def run(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
@@ -156,4 +187,4 @@ def merged_result(results: list[dict[str, Any]]) -> LoadgenResult:
                          extra={"shards": len(results), "shard_start_skew_ms": skew})
 
 
-__all__ = ["LoadCluster", "run_shard", "merged_result", "LEAD_S"]
+__all__ = ["LoadCluster", "run_shard", "merged_result", "check_spec", "security", "LEAD_S"]

@@ -182,6 +182,12 @@ class CellMetrics(BaseModel):
     max_connections: int | None = Field(None, description="open load: the client's connection pool cap")
     client_cpu_percent: float | None = Field(None, description="loadgen CPU, 100 = one core")
     client_saturated: bool = Field(False, description="loadgen used >= 90 % of the cores it could")
+    shards: int | None = Field(None, description="--cluster: loadgen processes the point's load was split "
+                                                 "over (their reports: loadgen_json's `shards`)")
+    target_url: str | None = Field(None, description="--target: a server serverbench did not start; no "
+                                                     "build, verify, CPU or memory figures for it")
+    shard_start_skew_ms: float | None = Field(None, description="spread of the shards' actual starts; "
+                                                                "above 5 ms their windows did not line up")
     harness_cpu_percent: float | None = Field(None, description="serverbench's own CPU during the measured run "
                                                                 "(sampler included), 100 = one core")
     # the server's process tree (sampler)
@@ -280,6 +286,9 @@ class RunOptions(BaseModel):
     workers: int | None = None
     ready_timeout: float = 30.0
     server_memory_limit: str | None = None  # e.g. "512M": memlimit.parse_size
+    cluster: str | None = None  # "local:N" or a Dask scheduler address: load shards (cluster.py)
+    target: str | None = None  # a running server's URL, measured as is (target.py)
+    cluster_tls: dict[str, str] | None = None  # ca_file, cert, key: Dask TLS for a remote scheduler
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

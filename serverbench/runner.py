@@ -104,11 +104,16 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
         "max_connections": cfg.get("max_connections"),
         "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
+        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
     }
 
 
-def _sampler(srv: Any) -> Sampler:
-    """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it."""
+def _sampler(srv: Any) -> Any:
+    """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it.
+    A --target server has no process here: nothing is sampled."""
+    if srv.pid is None:
+        from .target import NoSampler
+        return NoSampler()
     mem = srv.memory
     if mem is None or mem.method != memlimit.WATCHDOG:
         return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus)
@@ -180,8 +185,11 @@ class _Gate:
         self.store = store
         self.allow_unverified = allow_unverified
         self.cache: dict[str, str | None] = {}
+        self.external = False
 
     def reason(self, m: Any) -> str | None:
+        if self.external:  # --target: not built, verified or started here
+            return None
         if m.id not in self.cache:
             self.cache[m.id] = self._reason(m)
         return self.cache[m.id]
@@ -215,8 +223,25 @@ class Runner:
         self.store, self.opts, self.manifests, self.workloads = store, opts, manifests, workloads
         self.run_id, self.emit, self.log_dir = run_id, emit, log_dir
         self.gate = _Gate(store, opts.allow_unverified)
+        self.gate.external = bool(opts.target)
         self.done = store.done_keys(run_id)
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
+        self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
+
+    def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
+             rate: float | None = None) -> LoadgenResult:
+        """One loadgen run of `point`: a single process, or shards on the --cluster's workers."""
+        if not self.opts.cluster:
+            return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+        if self.cluster is None:
+            from .cluster import LoadCluster, security
+            self.cluster = LoadCluster(self.opts.cluster, security=security(self.opts.cluster_tls)).start()
+        return self.cluster.run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
 
     # -- planning ---------------------------------------------------------------------------
     def size(self, w: Workload) -> Size:
@@ -249,7 +274,7 @@ class Runner:
         self.emit(CellFinished(cell, advance_s))
 
     def run(self, plan: list) -> None:
-        server_cpus, client_cpus = self.opts.server_cpus, self.opts.client_cpus
+        client_cpus = self.opts.client_cpus
         for rep, m, w, size, todo in plan:
             reason = self.gate.reason(m)
             if reason is not None:
@@ -262,9 +287,7 @@ class Runner:
             t_start = time.monotonic()
             self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting"))
             try:
-                with supervisor.run_server(m, cpus=server_cpus, workers=self.opts.workers,
-                                           log_path=log_path, ready_timeout=self.opts.ready_timeout,
-                                           memory_limit=self.memory_limit) as srv:
+                with self._server(m, log_path) as srv:
                     start_s = time.monotonic() - t_start
                     while pending:
                         p = pending[0]
@@ -284,6 +307,14 @@ class Runner:
                                             metrics={"ready_timeout_s": self.opts.ready_timeout}),
                                  size.warmup_seconds() + p.planned_seconds())
 
+    def _server(self, m: Any, log_path: Path) -> Any:
+        """The server for a round of points: started and supervised here, or the --target."""
+        if self.opts.target:
+            from .target import external
+            return external(self.opts.target)
+        return supervisor.run_server(m, cpus=self.opts.server_cpus, workers=self.opts.workers, log_path=log_path,
+                                     ready_timeout=self.opts.ready_timeout, memory_limit=self.memory_limit)
+
     def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None) -> CellRecord:
         """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError."""
@@ -291,13 +322,14 @@ class Runner:
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
         metrics: dict[str, Any] = {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
-                                   "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds()}
+                                   "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(),
+                                   "target_url": self.opts.target}
         usage = None
         lg: LoadgenResult | None = None
 
         def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
             nonlocal loaded
-            r = run_loadgen(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate)
+            r = self.load(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate)
             loaded += r.measured_s
             return r
 
@@ -375,6 +407,9 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     if resume is not None:
         opts = RunOptions.from_dict(store.run(resume).options)
         run_id = resume
+    if manifests is None and opts.target and not opts.servers:
+        from .target import ExternalManifest
+        manifests = [ExternalManifest()]
     if manifests is None:
         manifests = catalog.select(catalog.load_catalog(), opts.servers)
     if workloads is None:
@@ -409,6 +444,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         error = f"{type(e).__name__}: {e}"
         raise
     finally:
+        runner.close()
         os.sched_setaffinity(0, own_affinity)
         store.finish_run(run_id, status, error)
         cells = store.cells(run_id)

@@ -156,3 +156,116 @@ def test_timelines_merge_second_by_second_and_skew_is_the_spread_of_actual_start
     assert m["timeline"][0]["p50_us"] >= 4900 and m["timeline"][1]["p99_us"] < 200
     assert m["summary"]["requests"] == 50 and m["status_codes"] == {"200": 50} and m["summary"]["rps"] == 25.0
     assert shards.start_skew_ms([a, b]) == 2.0
+
+
+RUN_WORKLOAD = """
+name = "split"
+description = "two closed points split over the cluster's shards"
+origin = "serverbench"
+kind = "throughput"
+path = "/"
+[quick]
+[[quick.points]]
+label = "c=2"
+connections = 2
+duration = "2s"
+[[quick.points]]
+label = "c=4"
+connections = 4
+duration = "500ms"
+[full]
+[[full.points]]
+label = "c=2"
+connections = 2
+duration = "10s"
+"""
+
+
+def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its_cell(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    import json
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+    import runfix
+
+    from serverbench import catalog
+    from serverbench import workloads as wl
+    from serverbench.aggregate import load
+    from serverbench.exporters import to_json
+    from serverbench.model import RunOptions
+    from serverbench.runner import run_matrix
+    from serverbench.store import Store
+
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "split.toml").write_text(RUN_WORKLOAD)
+    m = catalog.load_catalog(runfix.SERVERS).servers["py-ok"]
+    store = Store(tmp_path / "r.db")
+    cpus = sorted(os.sched_getaffinity(0))
+    opts = RunOptions(servers=["py-ok"], workloads=["split"], repeat=1, allow_unverified=True, ready_timeout=10,
+                      server_cpus=[cpus[0]], client_cpus=[cpus[-1]], cluster="local:2")
+    killed: list[int] = []
+
+    def kill_one_worker(event) -> None:  # once the first point's shards run: SIGKILL one Dask worker
+        if "c=2 ·" in str(getattr(event, "what", "")) and not killed:
+            def later() -> None:
+                import psutil
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    for p in psutil.Process().children(recursive=True):
+                        try:
+                            if p.name() == "loadgen" and "--shard" in p.cmdline():
+                                worker = p.parent()  # the Dask worker process running this shard
+                                time.sleep(0.5)
+                                killed.append(worker.pid)
+                                os.kill(worker.pid, signal.SIGKILL)
+                                return
+                        except psutil.Error:
+                            continue
+                    time.sleep(0.05)
+            threading.Thread(target=later, daemon=True).start()
+
+    res = run_matrix(store, opts, manifests=[m], workloads=[wl.load_workloads(tmp_path / "w")["split"]],
+                     fingerprint={"test": True}, on_event=kill_one_worker)
+    cells = {c.point: c for c in store.cells(res.run_id)}
+    assert killed, "a worker was killed"
+    assert cells["c=2"].status == "failed" and "KilledWorker" in cells["c=2"].error, cells["c=2"].error
+    ok = cells["c=4"]
+    assert ok.status == "ok", ok.error
+    assert ok.metrics.shards == 2 and ok.metrics.shard_start_skew_ms < 5.0
+    run, results = load(store, res.run_id)
+    doc = json.loads(to_json.render(run, results))
+    cell = next(c for c in doc["cells"] if c["point"] == "c=4")
+    assert len(cell["shards"]) == 2
+    assert all({"host", "pid", "started_at", "loadgen"} <= s.keys() for s in cell["shards"])
+    assert cell["loadgen"]["summary"]["requests"] == sum(s["loadgen"]["summary"]["requests"] for s in cell["shards"])
+
+
+def test_target_measures_a_running_server_without_a_cluster_and_says_it_has_no_cpu_figures(
+        tmp_path: Path, monkeypatch, server: str) -> None:
+    from serverbench import workloads as wl
+    from serverbench.model import RunOptions
+    from serverbench.runner import run_matrix
+    from serverbench.store import Store
+
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "split.toml").write_text(RUN_WORKLOAD.replace('duration = "2s"', 'duration = "300ms"'))
+    cpus = sorted(os.sched_getaffinity(0))
+    store = Store(tmp_path / "r.db")
+    opts = RunOptions(workloads=["split"], repeat=1, server_cpus=[cpus[0]], client_cpus=[cpus[-1]], target=server)
+    res = run_matrix(store, opts, workloads=[wl.load_workloads(tmp_path / "w")["split"]], fingerprint={"test": True})
+    cells = store.cells(res.run_id)
+    assert [c.status for c in cells] == ["ok", "ok"], [c.error for c in cells]
+    for c in cells:
+        assert c.server == "target" and c.metrics.target_url == server
+        assert c.metrics.ok > 0 and c.metrics.cpu_percent is None and c.usage is None
+        assert c.metrics.shards is None
+
+
+def test_a_local_cluster_listens_on_loopback_only(cluster) -> None:
+    import psutil
+    pids = [os.getpid(), *cluster.client.run(os.getpid).values()]
+    listening = [c.laddr for p in pids for c in psutil.Process(p).net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert listening and all(a.ip == "127.0.0.1" for a in listening), listening

@@ -11,7 +11,10 @@ from ..aggregate import RunResults
 def _cell(c: Any) -> dict[str, Any]:
     d = {k: v for k, v in asdict(c).items() if k not in ("loadgen", "metrics")}
     d["metrics"] = c.metrics.dump()
-    d["loadgen"] = c.loadgen.dump() if c.loadgen is not None else None
+    lg = c.loadgen.dump() if c.loadgen is not None else None
+    d["loadgen"] = lg
+    # --cluster: each shard (host, pid, started_at, its loadgen JSON) beside the merged figures
+    d["shards"] = lg.pop("shards", None) if lg else None
     return d
 
 
