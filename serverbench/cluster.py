@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from . import shards
-from .loadgen import LoadgenError, LoadgenResult, deadline_for, run_loadgen
+from .loadgen import SATURATION, LoadgenError, LoadgenResult, deadline_for, run_loadgen
 from .model import LoadgenReport
 from .workloads import Point
 
@@ -59,14 +59,20 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
     if late > -0.05:
         raise LoadgenError(f"shard {index}/{count} reached its worker {late:.3f}s after the planned start "
                            "(a worker was replaced mid-cell?)")
+    waited = start_at - time.time()
     r = run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate,
                     extra_args=["--shard", f"{index}/{count}", "--start-at", f"{start_at:.6f}"],
                     time_limit=deadline_for(point) + LEAD_S)
+    # CPU share over the time the shard ran load, not the wait for the common start
+    active = max(r.wall_s - waited, 1e-3)
+    pct = 100.0 * r.client_cpu_s / active
+    saturated = pct >= SATURATION * 100.0 * r.client_cores
     rep = r.report.dump()
     return {"index": index, "host": socket.gethostname(), "pid": os.getpid(), "started_at": rep.get("started_at"),
             "start_skew_basis_s": shards.actual_start_s(rep), "wall_s": round(r.wall_s, 3),
-            "client_cpu_s": round(r.client_cpu_s, 3), "client_cpu_percent": round(r.client_cpu_percent, 1),
-            "client_saturated": r.client_saturated, "client_cores": r.client_cores, "loadgen": rep}
+            "client_cpu_s": round(r.client_cpu_s, 3), "client_cpu_percent": round(pct, 1),
+            "client_saturated": saturated, "client_cores": r.client_cores,
+            "host_cpus": len(client_cpus) if client_cpus else (os.cpu_count() or 1), "loadgen": rep}
 
 
 def _warm() -> bool:
@@ -180,10 +186,17 @@ def merged_result(results: list[dict[str, Any]]) -> LoadgenResult:
     report = LoadgenReport.parse(merged, "merged shards")
     cpu = sum(r["client_cpu_s"] for r in results)
     wall = max(r["wall_s"] for r in results)
+    # shards on one machine share its CPUs (local:N shares the client CPUs): saturation is
+    # judged per host, against the cores its shards could use together
+    cores, saturated = 0, any(r["client_saturated"] for r in results)
+    for host in {r["host"] for r in results}:
+        on = [r for r in results if r["host"] == host]
+        c = min(sum(r["client_cores"] for r in on), min(r.get("host_cpus") or 1 for r in on))
+        cores += c
+        saturated |= sum(r["client_cpu_percent"] for r in on) >= SATURATION * 100.0 * c
     return LoadgenResult(report=report, args=[], wall_s=wall, client_cpu_s=cpu,
                          client_cpu_percent=sum(r["client_cpu_percent"] for r in results),
-                         client_saturated=any(r["client_saturated"] for r in results),
-                         client_cores=sum(r["client_cores"] for r in results),
+                         client_saturated=saturated, client_cores=cores,
                          extra={"shards": len(results), "shard_start_skew_ms": skew})
 
 

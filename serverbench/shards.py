@@ -96,11 +96,12 @@ def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError("no shard reports to merge")
     first = reports[0]
     duration = max(float(r.get("duration_s") or 0.0) for r in reports)
-    summary: dict[str, Any] = {k: _sum(r["summary"].get(k) for r in reports) for k in _SUM_SUMMARY}
+    sums = {k: _sum(r["summary"].get(k) for r in reports) for k in _SUM_SUMMARY}
+    summary: dict[str, Any] = {k: v for k, v in sums.items() if v is not None}  # absent stays absent
     summary["unanswered_oldest_us"] = max(float(r["summary"].get("unanswered_oldest_us") or 0) for r in reports)
     per_s = (lambda n: round(n / duration, 1) if duration > 0 else 0.0)
-    summary["rps"] = per_s(summary["responses"] or 0)
-    summary["bytes_per_s"] = per_s(summary["bytes_read"] or 0)
+    summary["rps"] = per_s(summary.get("responses", 0))
+    summary["bytes_per_s"] = per_s(summary.get("bytes_read", 0))
     hists: dict[str, str | None] = {}
     for name, key in (("latency", "latency_us"), ("answered", "answered_latency_us"), ("service", "service_us")):
         h = _merged((r.get("histograms") or {}).get(name) for r in reports)

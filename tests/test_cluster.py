@@ -269,3 +269,14 @@ def test_a_local_cluster_listens_on_loopback_only(cluster) -> None:
     listening = [c.laddr for p in pids for c in psutil.Process(p).net_connections(kind="inet")
                  if c.status == psutil.CONN_LISTEN]
     assert listening and all(a.ip == "127.0.0.1" for a in listening), listening
+
+
+def test_shards_on_one_machine_are_client_bound_together() -> None:
+    from serverbench.cluster import merged_result
+    rep = _report([], 10, 1000.0, 0)
+    shard = {"host": "a", "pid": 1, "started_at": None, "wall_s": 1.0, "client_cpu_s": 0.48,
+             "client_cpu_percent": 48.0, "client_saturated": False, "client_cores": 1, "host_cpus": 1, "loadgen": rep}
+    lg = merged_result([{**shard, "index": 0}, {**shard, "index": 1, "pid": 2}])
+    assert lg.client_saturated and lg.client_cores == 1, "two shards at 48 % of the one client CPU"
+    lg = merged_result([{**shard, "index": 0}, {**shard, "index": 1, "host": "b"}])
+    assert not lg.client_saturated and lg.client_cores == 2, "48 % on each of two machines"
