@@ -5,8 +5,12 @@
 # Prints each round, the median req/s of both, the median client CPU per request (user+sys of
 # every loadgen process, from /usr/bin/time) and the ratio two/one (target: <= 1.05).
 # Measures loadgen's shard mode itself: Dask's dispatch (harness side) is not in these figures.
-# The 30,000-connection part of the issue is not here yet.
-# Env: DURATION (s, default 5), ROUNDS (default 5), CONNECTIONS (50), PORT (18130).
+# Then HELD (30,000) keep-alive connections held through two shards, more than one process may
+# open here (the hard open-files limit is 20,000), as session users (one connection each, a
+# request every THINK) against an nginx with two workers on two ports (one destination has only
+# ~28,000 ephemeral ports); prints what each shard held and its peak RSS.
+# Env: DURATION (s, default 5), ROUNDS (default 5), CONNECTIONS (50), PORT (18130),
+#      HELD (30000, 0 = skip), HOLD_S (15), THINK (5s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
@@ -61,4 +65,66 @@ for k in ("one", "two"):
     print(f"{k:>4}: median {res[k][0]:9.0f} req/s   client {res[k][1]:5.2f} µs/request")
 print(f"ratio two shards / one process: req/s {res['two'][0] / res['one'][0]:.3f}   "
       f"client cpu/request {res['two'][1] / res['one'][1]:.3f} (target <= 1.05)")
+PY
+
+HELD=${HELD:-30000}
+[ "$HELD" -gt 0 ] || exit 0
+HOLD_S=${HOLD_S:-15}
+THINK=${THINK:-5s}
+nginx_stop
+NGINX_DIR=$(mktemp -d /tmp/distributed-nginx.XXXXXX)
+mkdir -p "$NGINX_DIR/logs"
+# reuseport spreads connections over the two workers unevenly: room for 60 % each, within the
+# 20,000 hard open-files limit of this machine
+PER=$(( HELD * 6 / 10 )); [ "$PER" -le 19000 ] || PER=19000
+cat >"$NGINX_DIR/nginx.conf" <<CONF
+worker_processes 2;
+daemon off;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/logs/error.log warn;
+worker_rlimit_nofile $(( PER + 500 ));
+events { worker_connections $PER; multi_accept on; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 600s;
+    client_body_temp_path $NGINX_DIR/tmp_body;
+    proxy_temp_path $NGINX_DIR/tmp_proxy;
+    fastcgi_temp_path $NGINX_DIR/tmp_fcgi;
+    uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
+    scgi_temp_path $NGINX_DIR/tmp_scgi;
+    server {
+        listen 127.0.0.1:$PORT backlog=16384 reuseport;
+        listen 127.0.0.1:$((PORT + 1)) backlog=16384 reuseport;
+        location / { default_type text/plain; return 200 "Hello, World!"; }
+    }
+}
+CONF
+taskset -c 0 nginx -p "$NGINX_DIR" -e "$NGINX_DIR/logs/error.log" -c "$NGINX_DIR/nginx.conf" &
+NGINX_PID=$!
+sleep 1
+at=$(python3 -c 'import time; print(f"{time.time() + 0.5:.6f}")')
+pids=()
+for i in 0 1; do
+    /usr/bin/time -f "%M %U %S" -o "$OUT/h$i" taskset -c 1 "$LOADGEN" "http://127.0.0.1:$((PORT + i))/" -t 1 \
+        --users "$HELD" --ramp 5s --think "$THINK" -d "${HOLD_S}s" --timeout 30s --connect-timeout 20s \
+        --shard "$i/2" --start-at "$at" --quiet --json "$OUT/h$i.json" >/dev/null &
+    pids+=($!)
+done
+wait "${pids[@]}"
+python3 - "$OUT" "$HELD" <<'PY'
+import json, sys
+out, held = sys.argv[1], int(sys.argv[2])
+total = 0
+for i in (0, 1):
+    d = json.load(open(f"{out}/h{i}.json"))
+    rss_kib, usr, sys_ = open(f"{out}/h{i}").read().split()[:3]
+    s = d["summary"]
+    last = max((t.get("active_connections") or 0) for t in d["timeline"][-3:]) if d["timeline"] else 0
+    total += s["connections_opened"]
+    print(f"shard {i}/2: {s['connections_opened']} connections established, {last} active at the end "
+          f"(established or connecting), {s['ok']} ok, "
+          f"{s['errors']} errors {d['error_classes']}, peak RSS {int(rss_kib) / 1024:.1f} MiB "
+          f"({int(rss_kib) * 1024 / max(last, 1):.0f} B per connection)")
+print(f"established through two shards: {total} of {held} connections")
 PY
