@@ -95,8 +95,9 @@ def table(rows: list[CostRow]) -> list[list[str]]:
                 f"{p.source_lines:,}" + (f" ({p.own_source_lines:,} + {p.shared_source_lines:,})"
                                          if p.shared_source_lines else ""))
             deps = _num(p.dependencies) + (f" ({p.dependency_manifest})" if p.dependency_manifest else "")
-            levels = ", ".join(f"{lv.held:,}" for lv in p.rss_levels)
-            per_1000 = _num(r.rss_per_1000_mib, 2) + (f" (at {levels})" if levels and r.rss_per_1000_mib is not None
+            points = p.rss_slope_points or [lv.held for lv in p.rss_levels]
+            between = " → ".join("idle" if n == 0 else f"{n:,}" for n in points)
+            per_1000 = _num(r.rss_per_1000_mib, 2) + (f" ({between})" if between and r.rss_per_1000_mib is not None
                                                       else "")
             out.append([model if i == 0 else "", r.server, r.language, lines, deps, str(len(p.system_packages)),
                         cold_cell(p), _num(p.build_warm_s, 1), _mib(p.artifact_bytes, 2), p.artifact_kind or "—",

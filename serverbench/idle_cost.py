@@ -42,6 +42,7 @@ class IdleMemory:
     idle_rss_bytes: int | None = None
     levels: list[RssLevel] = field(default_factory=list)
     per_connection_bytes: float | None = None
+    slope_points: list[int] = field(default_factory=list)  # connection counts of the slope's two points
     errors: list[str] = field(default_factory=list)
 
 
@@ -107,19 +108,22 @@ def measure_memory(m: Manifest, *, levels: list[int], server_cpus: list[int] | N
         out.errors.append(f"memory: {str(e).splitlines()[0]}")
     except RuntimeError as e:
         out.errors.append(f"memory: {e}")
-    out.per_connection_bytes, note = per_connection(out.levels, out.idle_rss_bytes)
+    out.per_connection_bytes, out.slope_points, note = per_connection(out.levels, out.idle_rss_bytes)
     out.errors += [note] if note else []
     return out
 
 
-def per_connection(levels: list[RssLevel], idle_rss: int | None) -> tuple[float | None, str | None]:
-    """The slope over the levels that kept their connections; (bytes per connection, a note when
-    a level had to be left out and the slope starts from idle instead)."""
+def per_connection(levels: list[RssLevel], idle_rss: int | None) -> tuple[float | None, list[int], str | None]:
+    """The slope over the levels that kept their connections: (bytes per connection, the connection
+    counts it is between, a note when a level was left out and the slope starts from idle instead)."""
     kept = [(lv.held, lv.rss_bytes) for lv in levels if lv.held >= HELD_SHARE * lv.requested]
+    note = None
     if len(kept) == 1 and idle_rss is not None and len(levels) > 1:
-        return slope([(0, idle_rss), *kept]), (f"memory per connection from idle to {kept[0][0]:,} connections: "
-                                               "the higher level lost connections before RSS was read")
-    return slope(kept), None
+        kept.insert(0, (0, idle_rss))
+        note = (f"memory per connection from idle to {kept[1][0]:,} connections: the higher level lost "
+                "connections before RSS was read")
+    per_conn = slope(kept)
+    return per_conn, ([n for n, _ in sorted(kept)[-2:]] if per_conn is not None else []), note
 
 
 __all__ = ["Startup", "IdleMemory", "measure_startup", "measure_memory", "connection_levels", "slope",

@@ -346,6 +346,8 @@ class ServerProfile(BaseModel):
     idle_rss_bytes: int | None = Field(None, description="process-tree RSS 2 s after ready, no connection open")
     rss_levels: list[RssLevel] = Field(default_factory=list)
     rss_per_connection_bytes: float | None = Field(None, description="slope of RSS between the two connection levels")
+    rss_slope_points: list[int] = Field(default_factory=list, description="the connection counts the slope is "
+                                                                         "between (0 = idle)")
     bound: int | None = Field(None, description="max_connections for the workers it ran with (None = unbounded)")
     workers: int | None = None
     errors: list[str] = Field(default_factory=list, description="steps that could not be measured, one line each")

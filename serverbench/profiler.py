@@ -126,6 +126,7 @@ def profile_server(m: Manifest, opts: ProfileOptions, previous: ServerProfile | 
                              ready_timeout=opts.ready_timeout)
     p.idle_rss_bytes, p.rss_levels = mem.idle_rss_bytes, mem.levels
     p.rss_per_connection_bytes = None if mem.per_connection_bytes is None else round(mem.per_connection_bytes, 1)
+    p.rss_slope_points = mem.slope_points
     p.errors += mem.errors
     return p
 
@@ -149,10 +150,12 @@ def profile_servers(ms: list[Manifest], store: Store, opts: ProfileOptions,
 
 
 def _still_valid(m: Manifest, previous: ServerProfile | None, cold: bool) -> bool:
-    """A complete profile of the code as it is now (with a cold figure, when one is asked for)."""
-    return (previous is not None and not previous.errors and previous.startup_ms is not None
-            and previous.folder_hash == build.folder_hash(m) and (not cold or previous.build_cold_s is not None
-                                                                  or not m.build.strip()))
+    """A complete profile of the code as it is now: every runtime figure there (notes in `errors`
+    about lost idle connections are findings, not gaps), a cold figure when one is asked for."""
+    return (previous is not None and previous.folder_hash == build.folder_hash(m)
+            and None not in (previous.startup_ms, previous.idle_rss_bytes, previous.rss_per_connection_bytes)
+            and (previous.build_warm_s is not None or not m.build.strip())
+            and (not cold or previous.build_cold_s is not None or not m.build.strip()))
 
 
 __all__ = ["ProfileOptions", "profile_server", "profile_servers", "DEFAULT_STARTS"]

@@ -131,11 +131,11 @@ def test_a_level_that_lost_its_connections_is_left_out_of_the_slope() -> None:
     # an idle timeout shorter than the time to open 10,000: most were closed when RSS was read
     lost = [RssLevel(requested=1000, held=1000, rss_bytes=30_000_000),
             RssLevel(requested=10_000, held=1322, rss_bytes=90_000_000)]
-    per_conn, note = per_connection(lost, idle_rss=10_000_000)
-    assert per_conn == 20_000.0 and note is not None and "from idle to 1,000" in note
+    per_conn, points, note = per_connection(lost, idle_rss=10_000_000)
+    assert (per_conn, points) == (20_000.0, [0, 1000]) and note is not None and "from idle to 1,000" in note
     kept = [RssLevel(requested=1000, held=1000, rss_bytes=30_000_000),
             RssLevel(requested=10_000, held=9920, rss_bytes=210_000_000)]
-    assert per_connection(kept, idle_rss=10_000_000) == ((210_000_000 - 30_000_000) / 8920, None)
+    assert per_connection(kept, idle_rss=10_000_000) == ((210_000_000 - 30_000_000) / 8920, [1000, 9920], None)
 
 
 def test_cold_figures_carry_over_only_for_the_same_code() -> None:

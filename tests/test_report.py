@@ -171,7 +171,7 @@ def test_cost_of_ownership_section(built) -> None:
     assert [r[1] for r in rows] == ["java-threads", "node-http", "rust-tokio", "go-nethttp"]
     assert [r[0] for r in rows] == ["thread-per-connection", "event-loop", "async-work-stealing", "green-threads"]
     java = rows[0]
-    assert java[header.index("RSS per 1,000 idle conns MiB")] == "273.44 (at 32, 64)"  # bounded: up to 64
+    assert java[header.index("RSS per 1,000 idle conns MiB")] == "273.44 (32 → 64)"  # bounded: up to 64
     assert java[header.index("cold build s")] == "75.0 (+5.0 download)"
     rps = float(rows[2][header.index("prantl-wrk req/s")].replace(",", ""))
     from serverbench import aggregate
