@@ -398,8 +398,10 @@ def _raise_interrupt(signum: int, _frame: object) -> None:
 def install_signal_handlers() -> None:
     """Make SIGTERM/SIGHUP behave like Ctrl-C so every `finally` stops its server.
 
-    Call from the main thread of the CLI process (Python's SIGINT already raises
-    KeyboardInterrupt).
+    Call from the main thread of the CLI process. SIGINT is set explicitly too: a process
+    started with SIGINT ignored (a background job, or a parent that ignores it — seen under
+    pytest once Dask had run) would otherwise not stop on it.
     """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
