@@ -39,7 +39,7 @@ ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
 class Warning:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed
+    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -121,6 +121,7 @@ class GroupFigures(BaseModel):
     second_p99_spread_us: float | None = None
     server_died_at_s: float | None = None
     memory_limit_method: str | None = None
+    others_cpu_percent: float | None = None
     warnings: list[str] = []
 
 
@@ -399,8 +400,8 @@ class Group:
         missed = self.total("missed_sends")
         if missed:
             add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
-        for text in overtime.crash_warnings(self.ok):
-            add("crashed", "error", text)
+        for kind, severity, text in overtime.warnings(self.ok):
+            add(kind, severity, text)  # type: ignore[arg-type]
         if self.bad:
             first = self.bad[0]
             add("failed", "error", f"{len(self.bad)} of {len(self.ok) + len(self.bad)} repetitions "

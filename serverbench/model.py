@@ -209,6 +209,8 @@ class CellMetrics(BaseModel):
     server_exit_code: int | None = Field(None, description="its exit code (negative: killed by that signal)")
     rss_start_bytes: int | None = Field(None, description="tree RSS in the measured run's first second")
     rss_end_bytes: int | None = Field(None, description="tree RSS in its last second")
+    others_cpu_percent: float | None = Field(None, description="mean CPU % other processes used on the server's "
+                                                               "CPUs during the measured run (100 = one CPU)")
     memory_limit_bytes: int | None = Field(None, description="--server-memory-limit for the server's tree")
     memory_limit_method: str | None = Field(None, description="cgroup-v2 | rss-watchdog (memlimit.py)")
     memory_limit_detail: str | None = Field(None, description="the cgroup, or why cgroup v2 was not used")

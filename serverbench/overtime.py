@@ -1,6 +1,6 @@
 """A group's behaviour over time across its repetitions: the overload verdict combined, the
-per-cell over-time figures as medians, crashes as warnings. aggregate.Group calls it; every
-output reads the result through GroupFigures, none recomputes.
+per-cell over-time figures as medians, crashes and a shared server CPU as warnings.
+aggregate.Group calls it; every output reads the result through GroupFigures, none recomputes.
 """
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from .model import CellRecord
 
 # GroupFigures fields filled here: the median over repetitions of the CellMetrics field of the same name
 MEDIANS = ("peak_ok_rps", "p90_at_peak_us", "p90_end_us", "failed_share_after_peak", "worst_second_p99_us",
-           "median_second_p99_us", "second_p99_spread_us")
+           "median_second_p99_us", "second_p99_spread_us", "others_cpu_percent")
+# Other processes using more than this share of the server's CPUs (mean over the run) make its
+# figures those of a server that did not have its CPU to itself.
+SHARED_CPU_PERCENT = 20.0
 
 
 def _median(cells: list[CellRecord], key: str) -> float | None:
@@ -34,6 +37,18 @@ def figures(cells: list[CellRecord]) -> dict[str, Any]:
             "server_died_at_s": min(died) if died else None, "memory_limit_method": ", ".join(methods) or None}
 
 
+def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
+    """(kind, severity, text): each repetition whose server died during the measured run (a result,
+    not a failure), and a server CPU that other processes shared."""
+    out = [("crashed", "error", text) for text in crash_warnings(cells)]
+    others = _median(cells, "others_cpu_percent")
+    if others is not None and others > SHARED_CPU_PERCENT:
+        out.append(("shared-cpu", "warning", f"other processes used {others:.0f} % of its CPUs during the run "
+                                             "(mean; 100 = one CPU): it did not have them to itself, so its "
+                                             "figures understate what it does alone"))
+    return out
+
+
 def crash_warnings(cells: list[CellRecord]) -> list[str]:
     """One line per repetition whose server died during the measured run (a result, not a failure)."""
     out = []
@@ -51,4 +66,4 @@ def crash_warnings(cells: list[CellRecord]) -> list[str]:
     return out
 
 
-__all__ = ["figures", "crash_warnings", "MEDIANS"]
+__all__ = ["figures", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]

@@ -142,6 +142,8 @@ def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | 
     rows = timeline.server_seconds(usage, off)
     if rows:
         out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
+        others = [r.others_percent for r in rows if r.others_percent is not None]
+        out["others_cpu_percent"] = round(sum(others) / len(others), 1) if others else None
     seconds = timeline.load_seconds(report)
     figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
                if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)

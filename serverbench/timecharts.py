@@ -21,6 +21,7 @@ COLUMNS = ("demand", "successful responses/s", "p90 / p99 (ms)", "timeouts/s", "
 ROW_PX = 150
 HEAD_PX = 200
 GREY = "#9aa1ad"
+LIMIT_SHOWN = 0.5  # the memory limit is drawn in rows whose RSS reached this share of it
 DIED = "#c53030"
 
 
@@ -90,7 +91,8 @@ def over_time_chart(pt: PointData, title: str) -> go.Figure:
             line(5, xs, [s.others_percent for s in srv], "other processes on its CPUs %", legend=True,
                  dash="dot", color=GREY)
         line(6, xs, [s.rss_bytes / 2**20 for s in srv], "RSS MiB")
-        if v.get("limit_mib"):
+        # a limit far above every row's RSS would flatten the column; the memory note states it
+        if v.get("limit_mib") and max((s.rss_bytes for s in srv), default=0) / 2**20 >= LIMIT_SHOWN * v["limit_mib"]:
             line(6, [0, max(ts or [1])], [v["limit_mib"]] * 2, "memory limit", legend=True, dash="dash", color=DIED)
         if v.get("died") is not None:
             for c in range(1, len(COLUMNS) + 1):

@@ -23,7 +23,7 @@ FP = {"servers": {s: {"language": "X", "model": m, "framework": "f"} for s, m in
 
 
 def cell(server: str, workload: str, kind: str, rows: list[dict], mode: str, died: float | None = None,
-         target_rate: float | None = None) -> CellRecord:
+         target_rate: float | None = None, others: float = 10.0) -> CellRecord:
     n = len(rows)
     ok = sum(r["ok"] for r in rows)
     errors = sum(sum(r["errors"].values()) for r in rows)
@@ -32,10 +32,13 @@ def cell(server: str, workload: str, kind: str, rows: list[dict], mode: str, die
               "summary": {"requests": ok + errors, "responses": ok, "ok": ok, "errors": errors, "rps": ok / n,
                           "latency_us": {"p50": 1000.0, "p99": 9000.0}},
               "error_classes": {"timeout": errors}, "timeline": rows}
-    # the server's series: 50 % CPU, RSS growing 1 MiB a second, rows 0.5 s before the loadgen's
+    # the server's series: 50 % CPU, RSS growing 1 MiB a second, rows 0.5 s before the loadgen's;
+    # `others` % of its CPU busy with other processes
     series = {"started_unix": START.timestamp(), "columns": ["t_s", "dt_s", "cpu_user_s", "cpu_sys_s", "rss_bytes",
-                                                             "threads", "processes", "ctx_voluntary", "ctx_involuntary"],
-              "rows": [[t + 0.5, 1.0, 0.3, 0.2, (10 + t) * 2**20, 4, 1, 10, 1] for t in range(1, n + 1)]}
+                                                             "threads", "processes", "ctx_voluntary", "ctx_involuntary",
+                                                             "cpus_busy_s"],
+              "rows": [[t + 0.5, 1.0, 0.3, 0.2, (10 + t) * 2**20, 4, 1, 10, 1, 0.5 + others / 100]
+                       for t in range(1, n + 1)]}
     usage = {"series": series, "died_at_s": died + 0.5 if died is not None else None, "rss_limit_hit_s": None}
     lg = SimpleNamespace(report=CellRecord("x", "x", "x", 1, "ok", loadgen=report).loadgen)
     srv = SimpleNamespace(memory=None, returncode=lambda: -9 if died is not None else None)
@@ -68,7 +71,8 @@ def overload_cells() -> list[CellRecord]:
 def soak_cells() -> list[CellRecord]:
     T = range(1, 61)
     return [
-        cell("steady", "soak", "soak", [row(t, 2000, 1, p99_ms=2 + (t % 3) * 0.5) for t in T], "open", target_rate=2000),
+        cell("steady", "soak", "soak", [row(t, 2000, 1, p99_ms=2 + (t % 3) * 0.5) for t in T], "open", target_rate=2000,
+             others=35.0),
         cell("gc", "soak", "soak", [row(t, 2000, 1, p99_ms=60 if t % 20 == 0 else 2) for t in T], "open",
              target_rate=2000),
         cell("slow", "soak", "soak", [row(t, 1500, 1, p99_ms=1.5) for t in T], "open", target_rate=2000),
@@ -100,7 +104,7 @@ def test_overload_ranks_by_peak_with_the_verdict_beside_it_and_states_the_rules(
     for verdict in ("crashes:", "degrades:", "sheds:", "slows:", "holds:", "kept up:"):
         assert f"- {verdict}" in md
     line = next(x for x in md.splitlines() if x.startswith("| 2 | dies"))
-    assert "| 30,000 | crashes | its process died at t=25.2 s |" in line and line.endswith("| 25.2 s |")
+    assert "| 30,000 | crashes | its process died at t=25.2 s |" in line and line.endswith("| 25.2 s | 10 |")
     shed = next(x for x in md.splitlines() if x.startswith("| 4 | shed"))
     assert "| 15,000 | sheds |" in shed
     assert "crashed in repetition 1 — its process died at t=25.2 s (exit code -9)" in md
@@ -118,6 +122,10 @@ def test_soak_ranks_held_rates_by_worst_second_then_spread() -> None:
     md = to_markdown.render(run, res).decode()
     slow = next(x for x in md.splitlines() if x.startswith("| 3 | slow"))
     assert "1,500 (did not hold)" in slow and "11 → 70" in slow  # RSS first → last second, MiB
+    # other processes on the server's CPU: a figure in every row, a warning past 20 %
+    assert f["steady"].others_cpu_percent == 35.0 and f["gc"].others_cpu_percent == 10.0
+    assert [w.kind for w in groups[0].warnings] == ["shared-cpu"] and not groups[1].warnings
+    assert "other processes used 35 % of its CPUs" in md
 
 
 def test_csv_has_the_over_time_columns() -> None:

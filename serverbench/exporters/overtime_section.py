@@ -9,9 +9,10 @@ from ..overload import RULES, RULES_INTRO
 
 KINDS = ("overload", "soak")
 OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",
-                    "p90 at end", "timeouts", "peak RSS MiB", "died at"]
+                    "p90 at end", "timeouts", "peak RSS MiB", "died at", "other processes on its CPU %"]
 SOAK_HEADERS = ["place", "server", "model", "worst 1-s p99", "spread of 1-s p99s", "median 1-s p99",
-                "p99 (all due)", "timeouts", "successful req/s", "RSS first → last second MiB"]
+                "p99 (all due)", "timeouts", "successful req/s", "RSS first → last second MiB",
+                "other processes on its CPU %"]
 SOAK_RULES = ("Each second's p99 covers the responses and timeouts that ended in it. Worst 1-s p99 = the "
               "highest of them (a pause's imprint); spread = their 90th minus 10th percentile (how much the "
               "seconds differ beyond the worst one); rows that did not hold the rate or had more than 1 % "
@@ -43,11 +44,13 @@ def cells(g: Group, kind: str) -> list[str]:
     if kind == "overload":
         died = f"{f.server_died_at_s:.1f} s" if f.server_died_at_s is not None else "—"
         return head + [fmt_num(f.peak_ok_rps), f.verdict or "—", f.verdict_reason or "—", fmt_us(f.p90_at_peak_us),
-                       fmt_us(f.p90_end_us), fmt_num(f.timeouts), fmt_num(f.rss_peak_mib, 0), died]
+                       fmt_us(f.p90_end_us), fmt_num(f.timeouts), fmt_num(f.rss_peak_mib, 0), died,
+                       fmt_num(f.others_cpu_percent)]
     rate = fmt_num(f.rps_median) + (" (did not hold)" if f.held is False else "")
     return head + [fmt_us(f.worst_second_p99_us), fmt_us(f.second_p99_spread_us), fmt_us(f.median_second_p99_us),
                    fmt_us(f.p99_us), fmt_num(f.timeouts), rate,
-                   f"{_mib(g.median('rss_start_bytes'))} → {_mib(g.median('rss_end_bytes'))}"]
+                   f"{_mib(g.median('rss_start_bytes'))} → {_mib(g.median('rss_end_bytes'))}",
+                   fmt_num(f.others_cpu_percent)]
 
 
 def memory_note(wl: WorkloadData) -> str:
