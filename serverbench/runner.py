@@ -309,13 +309,19 @@ class Runner:
                                             metrics={"ready_timeout_s": self.opts.ready_timeout}),
                                  size.warmup_seconds() + p.planned_seconds())
 
-    def _server(self, m: Any, log_path: Path) -> Any:
-        """The server for a round of points: started and supervised here, or the --target."""
+    def server_cpus_online(self) -> list[int]:
+        """The CPUs of the machine the server runs on (a cores sweep goes up to their count)."""
+        return supervisor.online_cpus()
+
+    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> Any:
+        """The server for a round of points: started and supervised here, or the --target.
+        `cpus` overrides the run's server CPUs (a cores sweep's point)."""
         if self.opts.target:
             from .target import external
             return external(self.opts.target)
-        return supervisor.run_server(m, cpus=self.opts.server_cpus, workers=self.opts.workers, log_path=log_path,
-                                     ready_timeout=self.opts.ready_timeout, memory_limit=self.memory_limit)
+        return supervisor.run_server(m, cpus=cpus or self.opts.server_cpus, workers=self.opts.workers,
+                                     log_path=log_path, ready_timeout=self.opts.ready_timeout,
+                                     memory_limit=self.memory_limit)
 
     def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None) -> CellRecord:
