@@ -18,7 +18,7 @@ from typing import Any, Iterable, Literal
 from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel
 
-from . import overtime, ranking
+from . import cores, overtime, ranking
 from .aggregate_tools import ToolsCompared, compare_tools
 from .model import CellRecord, ServerProfile
 from .shards import SKEW_WARN_MS
@@ -39,7 +39,7 @@ ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
 class Warning:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu
+    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -122,6 +122,8 @@ class GroupFigures(BaseModel):
     server_died_at_s: float | None = None
     memory_limit_method: str | None = None
     others_cpu_percent: float | None = None
+    server_cores: int | None = None  # cores sweep (cores.py): the point's server CPU count, and
+    cpu_overlap: bool = False  # whether the load generator shared those CPUs (a flagged figure)
     warnings: list[str] = []
 
 
@@ -400,7 +402,7 @@ class Group:
         missed = self.total("missed_sends")
         if missed:
             add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
-        for kind, severity, text in overtime.warnings(self.ok):
+        for kind, severity, text in overtime.warnings(self.ok) + cores.warnings(self.ok):
             add(kind, severity, text)  # type: ignore[arg-type]
         if self.bad:
             first = self.bad[0]
@@ -446,7 +448,7 @@ class Group:
             threads_peak=self.median("threads_peak"), client_cpu_percent=self.median("client_cpu_percent"),
             client_saturated=self.client_saturated, connections=self.connections, bound=self.bound,
             missed_sends=self.total("missed_sends"), unanswered=self.total("unanswered"),
-            **overtime.figures(self.ok), warnings=[x.text for x in self.warnings])
+            **overtime.figures(self.ok), **cores.figures(self.ok), warnings=[x.text for x in self.warnings])
 
 
 @dataclass

@@ -195,6 +195,9 @@ def errors_chart(groups: list[Group], title: str) -> go.Figure:
 
 # -- per-workload charts ---------------------------------------------------------------------------
 def _x_of(pt: PointData, g: Group) -> float | None:
+    cores = g.median("server_cores")  # a cores sweep's points differ in CPUs, not connections
+    if cores:
+        return cores
     if g.connections:
         return g.connections
     m = re.search(r"(\d+(?:\.\d+)?)", pt.label)
@@ -202,7 +205,7 @@ def _x_of(pt: PointData, g: Group) -> float | None:
 
 
 def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
-    """rps, p99, CPU and memory against the swept level (connections), log x."""
+    """rps, p99, CPU and memory against the swept level (connections, or server cores), log x."""
     fig = make_subplots(rows=2, cols=2, vertical_spacing=0.14, horizontal_spacing=0.1,
                         subplot_titles=("requests/s", "p99 latency (ms)", "server CPU (%, 100 = one core)",
                                         "peak RSS (MiB)"))
@@ -227,7 +230,8 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     xs_all = [_x_of(pt, g) for pt in wl.points for g in pt.measured]
     if xs_all and all(x is not None for x in xs_all):
         levels = sorted(set(xs_all))
-        fig.update_xaxes(type="log", title_text="connections", tickvals=levels, ticktext=[f"{x:g}" for x in levels])
+        fig.update_xaxes(type="log", title_text="server cores" if wl.kind == "cores" else "connections",
+                         tickvals=levels, ticktext=[f"{x:g}" for x in levels])
     else:
         fig.update_xaxes(type="category", title_text="point")
     p99s = [_ms(g.latency["p99"]) for pt in wl.points for g in pt.measured]

@@ -235,6 +235,12 @@ class CellMetrics(BaseModel):
     # how the cell was run
     workers: int | None = Field(None, description="$WORKERS the server ran with")
     bound: int | None = Field(None, description="max_connections for those workers (None = unbounded)")
+    server_cores: int | None = Field(None, description="cores sweep: the server CPUs this point's own start was "
+                                                       "pinned to, counted (None = the run's server CPUs)")
+    server_cpu_list: list[int] | None = Field(None, description="cores sweep: those CPUs (the first k of the "
+                                                                "server machine's online CPUs)")
+    cpu_overlap: bool | None = Field(None, description="cores sweep: those CPUs include the load generator's "
+                                                       "(a machine too small for both): a flagged, mixed figure")
     calibration_rps: float | None = Field(None, description='rate="N%" points: closed-loop rps measured first')
     warmup_s: float | None = None
     planned_s: float | None = None

@@ -4,20 +4,23 @@ Order: repetitions outermost (rep 1 of every server/workload, then rep 2, ...), 
 of the machine spread over all servers instead of biasing one.
 A server is started fresh for every (repetition, server, workload): repetitions are
 independent samples (no state such as the /tenth counter or heap growth carries over), and
-its points share that one start. Per point: warm-up (a separate, unrecorded loadgen run of the
-size's `warmup`), for `rate = "N%"` a closed-loop calibration (64 connections), then the
-measured run with the server's process tree sampled, then the cell is committed on its own.
+its points share that one start, except a cores sweep's points (`server_cores`, cores.py): each
+gets its own start pinned to that many of the server machine's CPUs. Per point: warm-up (a
+separate, unrecorded loadgen run of the size's `warmup`), for `rate = "N%"` a closed-loop
+calibration (64 connections), then the measured run with the server's process tree sampled,
+then the cell is committed on its own.
 """
 from __future__ import annotations
 
 import os
+import re
 import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import build, catalog, doctor, memlimit, overload, paths, soak, supervisor, timeline
+from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, supervisor, timeline
 from . import workloads as wl
 from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunEnded, RunStarted, ignore
@@ -229,6 +232,7 @@ class Runner:
         self.done = store.done_keys(run_id)
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
+        self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
 
     def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
              rate: float | None = None) -> LoadgenResult:
@@ -250,7 +254,15 @@ class Runner:
         s = w.size(self.opts.full)
         if self.opts.duration:
             s = s.model_copy(update={"points": [_with_duration(p, self.opts.duration) for p in s.points]})
+        if any(p.server_cores == cores.SWEEP for p in s.points):
+            s = s.model_copy(update={"points": cores.expand(s.points, len(self._sweep_cpus()))})
         return s
+
+    def _sweep_cpus(self) -> list[int]:
+        """The server machine's online CPUs, asked once per run (a sweep's counts and pinning)."""
+        if self._online is None:
+            self._online = self.server_cpus_online()
+        return self._online
 
     def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:
         out = []
@@ -276,7 +288,6 @@ class Runner:
         self.emit(CellFinished(cell, advance_s))
 
     def run(self, plan: list) -> None:
-        client_cpus = self.opts.client_cpus
         for rep, m, w, size, todo in plan:
             reason = self.gate.reason(m)
             if reason is not None:
@@ -284,30 +295,68 @@ class Runner:
                     self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
                                             started_at=now_iso(), finished_at=now_iso()), 0.0)
                 continue
-            log_path = self.log_dir / f"{m.id}.{w.name}.r{rep}.log"
-            pending = list(todo)
-            t_start = time.monotonic()
-            self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting"))
-            try:
-                with self._server(m, log_path) as srv:
-                    start_s = time.monotonic() - t_start
-                    while pending:
-                        p = pending[0]
-                        self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
-                        cell = self.run_point(srv, m, w, size, p, rep, client_cpus)
-                        if start_s is not None:
-                            cell.metrics.server_start_s = round(start_s, 3)
-                            start_s = None
-                        self._record(cell, size.warmup_seconds() + p.planned_seconds())
-                        pending.pop(0)
-            except supervisor.ServerStartError as e:
-                tail = _file_tail(log_path)
-                for p in pending:
-                    self._record(CellRecord(m.id, w.name, p.label, rep, "failed",
-                                            error=f"server did not start: {str(e).splitlines()[0]}",
-                                            log_tail=tail, started_at=now_iso(), finished_at=now_iso(),
-                                            metrics={"ready_timeout_s": self.opts.ready_timeout}),
-                                 size.warmup_seconds() + p.planned_seconds())
+            # the points that take the run's server CPUs share one start; a cores point gets its own
+            shared = [p for p in todo if p.server_cores is None]
+            if shared:
+                self._run_start(rep, m, w, size, shared, None, self.log_dir / f"{m.id}.{w.name}.r{rep}.log")
+            for p in todo:
+                if p.server_cores is not None:
+                    self._run_cores_point(rep, m, w, size, p)
+
+    def _run_cores_point(self, rep: int, m: Any, w: Workload, size: Size, p: Point) -> None:
+        """A point with `server_cores = k`: a fresh start pinned to the first k of the server machine's CPUs."""
+        online = self._sweep_cpus()
+        k = int(p.server_cores or 0)
+        why = ("a --target server is not started here, so its CPUs cannot be set" if self.opts.target else
+               f"needs {k} server CPUs; the server machine has {len(online)}" if k > len(online) else None)
+        if why is not None:
+            self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=why, started_at=now_iso(),
+                                    finished_at=now_iso()), 0.0)
+            return
+        cpus = online[:k]
+        tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", p.label)
+        self._run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
+                        {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": self.cpu_overlap(cpus)})
+
+    def cpu_overlap(self, server_cpus: list[int]) -> bool:
+        """Whether the server's CPUs are also the load generator's: only when the load generator runs on
+        this machine (no --cluster, or local:N, whose workers share the client CPUs)."""
+        if self.opts.cluster and not self.opts.cluster.startswith("local:"):
+            return False
+        return bool(set(server_cpus) & set(self.opts.client_cpus or []))
+
+    def _run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
+                   log_path: Path, extra: dict[str, Any] | None = None) -> None:
+        """One server start (on `cpus`, None = the run's server CPUs) and its points, each cell recorded
+        with `extra` metrics; a start that fails records them all failed."""
+        client_cpus = self.opts.client_cpus
+        extra = extra or {}
+        pending = list(todo)
+        t_start = time.monotonic()
+        on = f" on CPU {','.join(map(str, cpus))}" if cpus else ""
+        self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting{on}"))
+        try:
+            with self._server(m, log_path, cpus=cpus) as srv:
+                start_s = time.monotonic() - t_start
+                while pending:
+                    p = pending[0]
+                    self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
+                    cell = self.run_point(srv, m, w, size, p, rep, client_cpus)
+                    for key, value in extra.items():
+                        setattr(cell.metrics, key, value)
+                    if start_s is not None:
+                        cell.metrics.server_start_s = round(start_s, 3)
+                        start_s = None
+                    self._record(cell, size.warmup_seconds() + p.planned_seconds())
+                    pending.pop(0)
+        except supervisor.ServerStartError as e:
+            tail = _file_tail(log_path)
+            for p in pending:
+                self._record(CellRecord(m.id, w.name, p.label, rep, "failed",
+                                        error=f"server did not start: {str(e).splitlines()[0]}",
+                                        log_tail=tail, started_at=now_iso(), finished_at=now_iso(),
+                                        metrics={"ready_timeout_s": self.opts.ready_timeout, **extra}),
+                             size.warmup_seconds() + p.planned_seconds())
 
     def server_cpus_online(self) -> list[int]:
         """The CPUs of the machine the server runs on (a cores sweep goes up to their count)."""

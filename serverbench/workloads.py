@@ -84,6 +84,9 @@ class Point(BaseModel):
     # after the first step that fails, bisect (geometrically) between it and the last that
     # held this many times: coarse steps find the range quickly, refinement narrows it
     refine: int = 0
+    # the server's CPU count for this point: a fresh start pinned to that many CPUs ($WORKERS follows);
+    # "sweep" (kind cores) = one point per count 1, 2, 4 … up to the server machine's CPUs (cores.py)
+    server_cores: int | Literal["sweep"] | None = None
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
                      "calibration", "step_duration", "p99_limit")
@@ -102,6 +105,13 @@ class Point(BaseModel):
                 raise ValueError(f"rate {v!r} must be a number or a percentage like '50%'")
         elif v is not None and v <= 0:
             raise ValueError("rate must be > 0")
+        return v
+
+    @field_validator("server_cores")
+    @classmethod
+    def _check_server_cores(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and v < 1:
+            raise ValueError('server_cores must be >= 1 (or "sweep")')
         return v
 
     @field_validator("stages")
@@ -267,7 +277,7 @@ class Size(BaseModel):
         return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
 
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak"]
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores"]
 # What each kind ranks by, and why that metric fits it (shown with every ranking).
 RANKED_BY: dict[str, tuple[str, str]] = {
     "throughput": ("successful requests/s",
@@ -288,6 +298,12 @@ RANKED_BY: dict[str, tuple[str, str]] = {
     "soak": ("the worst one-second p99, then the spread of the per-second p99s",
              "a fixed rate every row can hold, for minutes: rows answer the same requests/s, so what tells "
              "them apart is the pauses (garbage collection, compaction) that show as single bad seconds"),
+    "cores": ("successful requests/s at the most server cores measured on CPUs of its own, the speedup over "
+              "1 core beside it",
+              "the same closed load at 1, 2, 4 … server CPUs, each a fresh start: the highest count at which the "
+              "server did not share a CPU with the load generator is the most of the machine a row could use "
+              "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
+              "table ranks by requests/s at that count"),
 }
 
 
@@ -315,6 +331,8 @@ class Workload(BaseModel):
             raise ValueError("needs both [quick] and [full] sizes (or an includes list)")
         elif self.kind is None:
             raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
+        elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
+            raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
         return self
 
     def size(self, full: bool) -> Size:

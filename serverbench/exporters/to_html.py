@@ -19,7 +19,7 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from . import tools_section
-from . import overtime_section
+from . import cores_section, overtime_section
 from .to_markdown import errors_cell, rate_cell
 from ..timecharts import over_time_chart
 from .. import cost
@@ -263,6 +263,11 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         page.add(warnings_html([(f"{pt.label} · ", w) for pt in wl.points for g in pt.groups for w in g.warnings]))
         page.chart(sweep_chart(wl, styles), sweep_table(wl),
                    "Each point: median requests/s (whiskers min–max) and p99 from merged histograms.")
+    if wl.kind == cores_section.KIND:
+        sc = cores_section.scaling(wl)
+        page.heading(3, f"{wl.name} · scaling", toc=False)
+        page.add(f'<p class="desc">{esc(sc.intro)}</p>'
+                 + table(sc.headers, [[esc(c) for c in r] for r in sc.rows], numeric_from=3))
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "

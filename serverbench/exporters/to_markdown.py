@@ -8,7 +8,7 @@ from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from . import tools_section
 from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
-from . import overtime_section
+from . import cores_section, overtime_section
 from .. import cost
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
@@ -97,6 +97,14 @@ def _over_time(wl: Any, pt: Any) -> list[str]:
     return lines + ([""] + [f"- ⚠ {w}" for w in warns] if warns else []) + [""]
 
 
+def _scaling(wl: Any) -> list[str]:
+    """A cores workload's scaling table, before its per-count points."""
+    sc = cores_section.scaling(wl)
+    lines = ["### scaling", "", sc.intro, "", "| " + " | ".join(sc.headers) + " |",
+             "|" + "|".join("---" for _ in sc.headers) + "|"]
+    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in sc.rows] + [""]
+
+
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
@@ -121,6 +129,8 @@ def render(run: Any, results: RunResults) -> bytes:
         if wl.points:
             g0 = wl.points[0].glance
             lines += [f"Ranked by **{g0.metric}**: {g0.why}.", ""]
+        if wl.kind == cores_section.KIND:
+            lines += _scaling(wl)
         for pt in wl.points:
             if wl.is_sweep:
                 lines += [f"### {wl.name} · {pt.label}", ""]

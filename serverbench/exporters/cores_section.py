@@ -1,0 +1,103 @@
+"""What the HTML and Markdown reports print for a cores workload (kind `cores`): one scaling table,
+a row per server with its successful requests/s at each server core count and the speedup over 1
+core, ranked by requests/s at the most cores measured on CPUs of its own (workloads.RANKED_BY).
+Counts at which the server shared CPUs with the load generator are marked ⚠ and never ranked by.
+Plain text cells; each exporter escapes and lays them out."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import ranking
+from ..aggregate import Group, PointData, WorkloadData
+from ..formatting import fmt_num
+
+KIND = "cores"
+MARK = "⚠"
+
+
+@dataclass(frozen=True)
+class Scaling:
+    intro: str
+    headers: list[str]
+    rows: list[list[str]]
+    ranked_at: int | None  # the core count rows are ranked at (None: no count measured)
+
+
+def point_cores(pt: PointData) -> int | None:
+    """The server core count of a point: stored with its cells, else the label's `=k`."""
+    for g in pt.groups:
+        for c in g.ok + g.bad:
+            if c.metrics.server_cores is not None:
+                return c.metrics.server_cores
+    m = re.search(r"=(\d+)$", pt.label)
+    return int(m.group(1)) if m else None
+
+
+def _overlapped(pt: PointData) -> bool:
+    return any(c.metrics.cpu_overlap for g in pt.groups for c in g.ok + g.bad)
+
+
+def _cell(g: Group | None, shared: bool) -> str:
+    if g is None:
+        return "—"
+    if g.throughput is None:
+        return g.bad[0].status if g.bad else "no data"
+    return fmt_num(g.throughput.median) + (f" {MARK}" if shared else "")
+
+
+def scaling(wl: WorkloadData) -> Scaling:
+    """The scaling table of a cores workload."""
+    pts = sorted(((k, pt) for pt in wl.points if (k := point_cores(pt)) is not None), key=lambda x: x[0])
+    shared = {k for k, pt in pts if _overlapped(pt)}
+    clean = [k for k, _ in pts if k not in shared]
+    at = max(clean) if clean else (pts[-1][0] if pts else None)
+    by_k = {k: {g.server: g for g in pt.groups} for k, pt in pts}
+    servers = list(dict.fromkeys(g.server for g in wl.groups))
+
+    def key(s: str) -> tuple:
+        g = by_k.get(at, {}).get(s) if at is not None else None
+        return ranking.rank_key(g, "throughput") if g is not None else (2, s)
+
+    rows, place = [], 0
+    for s in sorted(servers, key=key):
+        gs = [by_k[k].get(s) for k, _ in pts]
+        top = by_k.get(at, {}).get(s) if at is not None else None
+        one = by_k.get(1, {}).get(s)
+        ranked = top is not None and top.throughput is not None
+        place += ranked
+        speedup = "—"
+        if ranked and at != 1 and one is not None and one.throughput is not None and one.throughput.median:
+            speedup = f"×{top.throughput.median / one.throughput.median:.2f}"  # type: ignore[union-attr]
+        first = next((g for g in gs if g is not None), None)
+        # the overlap is marked on its figure; other warnings on the server (see the points' lists)
+        flag = f" {MARK}" if any(w.kind != "cpu-overlap" for g in gs if g is not None for w in g.warnings) else ""
+        rows.append([str(place) if ranked else "—", s + flag, first.model if first else ""]
+                    + [_cell(g, k in shared) for g, (k, _) in zip(gs, pts)] + [speedup])
+    headers = (["place", "server", "model"]
+               + [f"req/s, {k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k, _ in pts]
+               + [f"speedup, {at} vs 1 core" if at and at > 1 else "speedup over 1 core"])
+    return Scaling(_intro(at, shared, clean), headers, rows, at)
+
+
+def _intro(at: int | None, shared: set[int], clean: list[int]) -> str:
+    text = ("Successful requests/s (median of the repetitions) at each server core count; each count is its own "
+            "server start, pinned to the first k CPUs of the server machine with $WORKERS = k.")
+    if at is None:
+        return text + " No count was measured."
+    if clean:
+        text += (f" Ranked by requests/s at {at} core{'s' if at > 1 else ''}, the most measured without sharing a "
+                 "CPU with the load generator")
+        text += (f"; speedup = that ÷ requests/s at 1 core (×{at} would be perfect scaling)." if at > 1 else
+                 "; no count above 1 core had CPUs of its own here, so no speedup is given.")
+    else:
+        text += (f" Every count shared CPUs with the load generator: ranked by requests/s at {at} cores, "
+                 "a mixed figure.")
+    if shared:
+        ks = ", ".join(str(k) for k in sorted(shared))
+        text += (f" {MARK} at {ks} core(s): the server shared CPU(s) with the load generator (the machine has too "
+                 "few CPUs for both), so the figure mixes both sides' work; it is shown, not ranked by.")
+    return text
+
+
+__all__ = ["KIND", "Scaling", "scaling", "point_cores"]
