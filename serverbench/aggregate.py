@@ -402,7 +402,7 @@ class Group:
         missed = self.total("missed_sends")
         if missed:
             add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
-        for kind, severity, text in overtime.warnings(self.ok) + cores.warnings(self.ok):
+        for kind, severity, text in cores.warnings(self.ok, overtime.warnings(self.ok)):
             add(kind, severity, text)  # type: ignore[arg-type]
         if self.bad:
             first = self.bad[0]

@@ -47,17 +47,22 @@ def figures(cells: list[CellRecord]) -> dict[str, Any]:
     return {"server_cores": ks[-1] if ks else None, "cpu_overlap": any(c.metrics.cpu_overlap for c in cells)}
 
 
-def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
-    """(kind, severity, text): a cpu-overlap warning when the server shared CPUs with the load generator."""
+def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """(kind, severity, text): the group's over-time warnings, plus cpu-overlap when the server shared CPUs
+    with the load generator; that group's shared-cpu warning is folded into it (the same cause, told once)."""
     shared = [c for c in cells if c.metrics.cpu_overlap]
     if not shared:
-        return []
+        return over_time
     m = shared[0].metrics
     on = ",".join(str(x) for x in m.server_cpu_list or []) or "?"
-    return [("cpu-overlap", "warning",
-             f"server and load generator shared CPU(s) at {m.server_cores} server cores (server on CPU {on}; "
-             "the machine has too few CPUs to give each side its own): the figures mix both sides' work, not "
-             f"a clean {m.server_cores}-core result, so this count is not ranked")]
+    others = sorted(c.metrics.others_cpu_percent for c in shared if c.metrics.others_cpu_percent is not None)
+    busy = f"; other processes, the load generator among them, used {others[len(others) // 2]:.0f} % of them" \
+        if others else ""
+    return [w for w in over_time if w[0] != "shared-cpu"] + [(
+        "cpu-overlap", "warning",
+        f"server and load generator shared CPU(s) at {m.server_cores} server cores (server on CPU {on}{busy}; "
+        "the machine has too few CPUs to give each side its own): the figures mix both sides' work, not "
+        f"a clean {m.server_cores}-core result, so this count is not ranked")]
 
 
 __all__ = ["SWEEP", "counts", "expand", "figures", "warnings"]

@@ -99,15 +99,16 @@ FP = {"servers": {"flat": {"model": "event-loop"}, "scales": {"model": "event-lo
                   "fails": {"model": "thread-pool"}}}
 
 
-def _cell(server: str, k: int, rps: float, rep: int = 1, overlap: bool = False) -> CellRecord:
+def _cell(server: str, k: int, rps: float, rep: int = 1, overlap: bool = False, others: float = 5.0) -> CellRecord:
     return CellRecord(server, "cores", f"cores={k}", rep, "ok", metrics={
         "kind": "cores", "rps": rps, "requests": int(rps * 10), "ok": int(rps * 10), "errors": 0,
-        "server_cores": k, "server_cpu_list": list(range(k)), "cpu_overlap": overlap})
+        "server_cores": k, "server_cpu_list": list(range(k)), "cpu_overlap": overlap,
+        "others_cpu_percent": 60.0 if overlap else others})
 
 
 def _results(top_overlaps: bool) -> tuple[SimpleNamespace, aggregate.RunResults]:
     cells = [_cell("flat", 1, 1000), _cell("flat", 2, 1100), _cell("flat", 4, 1150, overlap=top_overlaps),
-             _cell("scales", 1, 900), _cell("scales", 2, 1700), _cell("scales", 4, 3000, overlap=top_overlaps),
+             _cell("scales", 1, 900), _cell("scales", 2, 1700, others=35.0), _cell("scales", 4, 3000, overlap=top_overlaps),
              _cell("fails", 1, 800),
              CellRecord("fails", "cores", "cores=2", 1, "failed", error="server did not start: boom",
                         metrics={"server_cores": 2}),
@@ -123,7 +124,11 @@ def test_overlapped_groups_carry_the_warning_and_the_figures() -> None:
     assert [w.kind for w in g4.warnings] == ["cpu-overlap"] and g4.warnings[0].severity == "warning"
     assert "shared CPU(s) at 4 server cores" in g4.warnings[0].text
     assert "mix both sides' work, not a clean 4-core result" in g4.warnings[0].text
-    assert not g2.warnings
+    # the load generator on the server's CPUs is told once, as the overlap, not also as shared-cpu
+    assert "(server on CPU 0,1,2,3; other processes, the load generator among them, used 60 % of them;" \
+        in g4.warnings[0].text
+    # without an overlap, other processes on its CPUs are still a shared-cpu warning
+    assert [w.kind for w in g2.warnings] == ["shared-cpu"]
     assert (g4.figures.server_cores, g4.figures.cpu_overlap) == (4, True)
     assert (g2.figures.server_cores, g2.figures.cpu_overlap) == (2, False)
 
@@ -140,7 +145,8 @@ def test_scaling_table_ranks_at_the_top_clean_count_and_marks_the_overlapped_one
     assert head == ["place", "server", "model", "req/s, 1 core", "req/s, 2 cores", "req/s, 4 cores ⚠",
                     "speedup, 2 vs 1 core"]
     # ranked at 2 cores (4 overlapped): "fails" had 5,000 at 4 cores but failed at 2, so it ranks last
-    assert [r[:2] for r in rows] == [["1", "scales"], ["2", "flat"], ["—", "fails ⚠"]]
+    # ⚠ beside a name: a warning other than the overlap (scales: shared-cpu at 2 cores; fails: failed)
+    assert [r[:2] for r in rows] == [["1", "scales ⚠"], ["2", "flat"], ["—", "fails ⚠"]]
     assert rows[0][3:] == ["900", "1,700", "3,000 ⚠", "×1.89"]
     assert rows[2][3:] == ["800", "failed", "5,000 ⚠", "—"]
     assert "Ranked by requests/s at 2 cores, the most measured without sharing a CPU" in md
@@ -155,7 +161,7 @@ def test_without_overlap_the_top_count_ranks_and_the_csv_and_html_carry_it() -> 
     md = to_markdown.render(run, res).decode()
     head, *rows = _table(md)
     assert head[-2:] == ["req/s, 4 cores", "speedup, 4 vs 1 core"]
-    assert [r[1] for r in rows] == ["fails ⚠", "scales", "flat"] and rows[1][-1] == "×3.33"
+    assert [r[1] for r in rows] == ["fails ⚠", "scales ⚠", "flat"] and rows[1][-1] == "×3.33"
     assert "cpu-overlap" not in md and "shared CPU" not in md
     csv_text = to_csv.render(run, res).decode()
     assert "server_cores" in csv_text.splitlines()[0] and "cpu_overlap" in csv_text.splitlines()[0]
