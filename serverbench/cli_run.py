@@ -73,6 +73,9 @@ def run_cmd(
     target: Optional[str] = typer.Option(
         None, "--target", help="Measure a server that is already running at this http:// URL (not built, "
         "verified or started here; no CPU/memory figures). --servers ID labels it as that catalog row."),
+    server_on_cluster: bool = typer.Option(
+        False, "--server-on-cluster", help="Build, verify, start and sample the server on the --cluster's worker "
+        "with the resource server (local:N adds that worker on this machine); it listens on that worker's address."),
     cluster_tls_ca: Optional[Path] = typer.Option(None, "--cluster-tls-ca", help="Dask TLS: CA file."),
     cluster_tls_cert: Optional[Path] = typer.Option(None, "--cluster-tls-cert", help="Dask TLS: client certificate."),
     cluster_tls_key: Optional[Path] = typer.Option(None, "--cluster-tls-key", help="Dask TLS: client key."),
@@ -116,6 +119,10 @@ def run_cmd(
             check_spec(cluster, tls)
         except ValueError as e:
             raise fail(f"--cluster: {e}") from None
+    if server_on_cluster and cluster is None:
+        raise fail("--server-on-cluster needs --cluster (local:N, or the scheduler your server machine's worker joined)")
+    if server_on_cluster and target is not None:
+        raise fail("--server-on-cluster starts the server itself; --target measures one already running: give one")
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
     if target is not None:
         from .target import parse
@@ -139,7 +146,7 @@ def run_cmd(
                       repeat=repeat or (1 if quick else DEFAULT_REPEAT), duration=duration, full=full,
                       server_cpus=cpus_option(server_cpus, "server"), client_cpus=cpus_option(client_cpus, "client"),
                       allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit,
-                      cluster=cluster, cluster_tls=tls, target=target)
+                      cluster=cluster, cluster_tls=tls, target=target, server_on_cluster=server_on_cluster)
     result = _measure(store, opts, manifests=manifests, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)

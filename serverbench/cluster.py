@@ -2,7 +2,9 @@
 
 `--cluster local:N` starts a LocalCluster of N worker processes on 127.0.0.1 (they inherit
 the harness's affinity, i.e. the client CPUs); `--cluster tcp://HOST:PORT` (or tls://) joins an
-existing scheduler. Workers started with the resource `loadgen` run the shards, one each: shard
+existing scheduler. With `--server-on-cluster` one more worker (for `local:N`), or the worker
+started with the resource `server`, holds the server (remote_server.py) and runs no shard.
+Workers started with the resource `loadgen` run the shards, one each: shard
 i of N gets `--shard i/N` and one `--start-at` instant for all, so their measured windows line
 up; the reports are merged exactly by `shards.merge`. Dask is imported only here, and only when
 a cluster is used, so the CLI stays fast without it.
@@ -24,6 +26,7 @@ from .workloads import Point
 LEAD_S = 1.0
 WORKER_WAIT_S = 30.0
 RESOURCE = "loadgen"
+SERVER = "server"
 
 
 def check_spec(spec: str, tls: dict[str, str] | None = None) -> None:
@@ -84,11 +87,12 @@ def _warm() -> bool:
 class LoadCluster:
     """A Dask client (and, for `local:N`, its LocalCluster) that runs sharded loadgen points."""
 
-    def __init__(self, spec: str, *, security: Any = None) -> None:
-        self.spec, self.security = spec, security
+    def __init__(self, spec: str, *, security: Any = None, server: bool = False) -> None:
+        self.spec, self.security, self.with_server = spec, security, server
         self.local_workers: int | None = None
         self._cluster: Any = None
         self._client: Any = None
+        self._hosts: dict[str, tuple[Any, Any]] = {}  # server id -> (future, actor): the future keeps it
 
     def start(self) -> "LoadCluster":
         import dask
@@ -100,15 +104,18 @@ class LoadCluster:
             self.local_workers = n
             # a worker that dies fails its shard at once instead of being retried on another
             # worker after the common start instant has passed
+            # --server-on-cluster: one more worker; it holds the server and runs no shard
+            extra, res = (1, {RESOURCE: 1, SERVER: 1}) if self.with_server else (0, {RESOURCE: 1})
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-                self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                             dashboard_address=None, resources={RESOURCE: 1})
+                self._cluster = LocalCluster(n_workers=n + extra, threads_per_worker=1, processes=True,
+                                             host="127.0.0.1", dashboard_address=None, resources=res)
             self._client = Client(self._cluster)
         else:
             self._client = Client(self.spec, security=self.security, timeout=WORKER_WAIT_S)
         return self
 
     def close(self) -> None:
+        self._hosts.clear()  # releasing the futures releases the actors (their leases stop servers)
         for thing in (self._client, self._cluster):
             if thing is not None:
                 try:
@@ -127,13 +134,54 @@ class LoadCluster:
     def client(self) -> Any:
         return self._client
 
-    def loaders(self) -> list[str]:
-        """Addresses of the workers that offer the `loadgen` resource, in a stable order."""
+    def _workers(self, resource: str) -> list[str]:
+        """Addresses of the workers that offer `resource`, in a stable order."""
         if self.local_workers:
-            self._client.wait_for_workers(self.local_workers, timeout=WORKER_WAIT_S)
+            self._client.wait_for_workers(self.local_workers + self.with_server, timeout=WORKER_WAIT_S)
         info = self._client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(self._client) \
             else self._client.scheduler_info()["workers"]
-        out = sorted(a for a, w in info.items() if (w.get("resources") or {}).get(RESOURCE, 0) >= 1)
+        return sorted(a for a, w in info.items() if (w.get("resources") or {}).get(resource, 0) >= 1)
+
+    def server_worker(self) -> str:
+        """The worker that holds the server: the first that offers the resource `server`."""
+        out = self._workers(SERVER)
+        if not out:
+            raise LoadgenError(f"no Dask worker with the resource {SERVER} on {self.spec}; on the server machine "
+                               f"start `dask worker ADDRESS --resources {SERVER}=1`")
+        return out[0]
+
+    def server_host(self, manifest: Any) -> Any:
+        """The ServerHost actor for `manifest` on the server worker (one per server, kept for the run)."""
+        if manifest.id not in self._hosts:
+            from .remote_server import ServerHost
+            fut = self._client.submit(ServerHost, manifest, actor=True, workers=[self.server_worker()],
+                                      allow_other_workers=False, key=f"server-host-{manifest.id}-{time.time():.6f}")
+            self._hosts[manifest.id] = (fut, fut.result(timeout=WORKER_WAIT_S))
+        return self._hosts[manifest.id][1]
+
+    def server_cpus_online(self) -> list[int]:
+        """The CPUs the server's worker may use (its machine's, minus any affinity it was given)."""
+        from .supervisor import online_cpus
+        addr = self.server_worker()
+        return list(self._client.run(online_cpus, workers=[addr])[addr])
+
+    def server_cpu_split(self) -> list[int]:
+        """The server's half of its machine's CPUs (supervisor.default_cpu_split run there)."""
+        from .supervisor import default_cpu_split
+        addr = self.server_worker()
+        return list(self._client.run(default_cpu_split, workers=[addr])[addr][0])
+
+    def release(self, manifest_id: str) -> None:
+        """Drop a server's actor (its server is stopped already)."""
+        self._hosts.pop(manifest_id, None)
+
+    def loaders(self) -> list[str]:
+        """Addresses of the workers that offer the `loadgen` resource, in a stable order, the
+        server's worker excluded."""
+        out = self._workers(RESOURCE)
+        if self.with_server:
+            held = set(self._workers(SERVER)[:1])
+            out = [a for a in out if a not in held]
         if not out:
             raise LoadgenError(f"no Dask worker with the resource {RESOURCE} on {self.spec}; start workers with "
                                f"`dask worker ADDRESS --resources {RESOURCE}=1`")

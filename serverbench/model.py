@@ -297,6 +297,7 @@ class RunOptions(BaseModel):
     cluster: str | None = None  # "local:N" or a Dask scheduler address: load shards (cluster.py)
     target: str | None = None  # a running server's URL, measured as is (target.py)
     cluster_tls: dict[str, str] | None = None  # ca_file, cert, key: Dask TLS for a remote scheduler
+    server_on_cluster: bool = False  # the server runs on the cluster's `server` worker (remote_server.py)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -29,7 +29,7 @@ class RunView:
             verb = "resuming" if ev.resumed else "starting"
             self.console.print(f"{verb} run {ev.run_id}: {ev.servers} server(s) × {ev.workloads} workload(s) × "
                                f"{ev.repeat} repetition(s), ~{ev.planned_s / 60:.1f} min of load planned "
-                               f"(server CPUs {ev.server_cpus}, client CPUs {ev.client_cpus})")
+                               f"(server CPUs {ev.server_cpus or 'on the server machine'}, client CPUs {ev.client_cpus})")
             if self.show_bar:
                 self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TextColumn("ETA"),

@@ -113,7 +113,10 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
 
 def _sampler(srv: Any) -> Any:
     """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it.
-    A --target server has no process here: nothing is sampled."""
+    A --target server has no process here: nothing is sampled; a server on the cluster is
+    sampled on its own machine."""
+    if hasattr(srv, "sampler"):
+        return srv.sampler(SAMPLE_INTERVAL)
     if srv.pid is None:
         from .target import NoSampler
         return NoSampler()
@@ -139,7 +142,7 @@ def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | 
         out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
         if mem.method == memlimit.WATCHDOG:
             killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
-        elif memlimit.oom_kills(mem.cgroup):
+        elif srv.oom_killed():
             killed = died
         out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
     rows = timeline.server_seconds(usage, off)
@@ -191,6 +194,9 @@ class _Gate:
         self.allow_unverified = allow_unverified
         self.cache: dict[str, str | None] = {}
         self.external = False
+        # --server-on-cluster: (manifest -> its ServerHost actor, server CPUs); toolchain, build
+        # and verification are judged on the server's machine
+        self.remote: tuple[Any, list[int] | None] | None = None
 
     def reason(self, m: Any) -> str | None:
         if self.external:  # --target: not built, verified or started here
@@ -199,7 +205,30 @@ class _Gate:
             self.cache[m.id] = self._reason(m)
         return self.cache[m.id]
 
+    def _remote_reason(self, m: Any) -> str | None:
+        assert self.remote is not None
+        host_of, cpus = self.remote
+        actor = host_of(m)
+        g = actor.gate().result()  # may build there: no time limit but the build's own
+        if g["reason"] is not None:
+            return g["reason"]
+        if self.allow_unverified:
+            return None
+        v = self.store.verdict(m.id)
+        if v is None or v.folder_hash != g["hash"]:
+            r = actor.verify(cpus).result()
+            if r.get("problem"):
+                return f"cannot be verified on the server machine: {r['problem']}"
+            self.store.record_verdict(m.id, r["passed"], r["checks"], r["hash"])
+            v = self.store.verdict(m.id)
+        if v is None or not v.passed:
+            failed = [c.get("name", "?") for c in (v.checks if v else []) if not c.get("passed") and not c.get("skipped")]
+            return f"failed verification on the server machine ({', '.join(failed) or 'see checks'})"
+        return None
+
     def _reason(self, m: Any) -> str | None:
+        if self.remote is not None:
+            return self._remote_reason(m)
         a = doctor.check(m)
         if not a.available:
             hint = f"; {a.install_hint}" if a.install_hint else ""
@@ -232,17 +261,26 @@ class Runner:
         self.done = store.done_keys(run_id)
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
+        # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
+        self.machine_cpus = supervisor.online_cpus()
         self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
+        if opts.server_on_cluster:
+            self.gate.remote = (lambda m: self.load_cluster().server_host(m), opts.server_cpus)
+
+    def load_cluster(self) -> Any:
+        """The --cluster's client (and local workers), started on first use."""
+        if self.cluster is None:
+            from .cluster import LoadCluster, security
+            self.cluster = LoadCluster(self.opts.cluster, security=security(self.opts.cluster_tls),
+                                       server=self.opts.server_on_cluster).start()
+        return self.cluster
 
     def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
              rate: float | None = None) -> LoadgenResult:
         """One loadgen run of `point`: a single process, or shards on the --cluster's workers."""
         if not self.opts.cluster:
             return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
-        if self.cluster is None:
-            from .cluster import LoadCluster, security
-            self.cluster = LoadCluster(self.opts.cluster, security=security(self.opts.cluster_tls)).start()
-        return self.cluster.run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+        return self.load_cluster().run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
 
     def close(self) -> None:
         if self.cluster is not None:
@@ -360,7 +398,9 @@ class Runner:
 
     def server_cpus_online(self) -> list[int]:
         """The CPUs of the machine the server runs on (a cores sweep goes up to their count)."""
-        return supervisor.online_cpus()
+        if self.opts.server_on_cluster and not (self.opts.cluster or "").startswith("local:"):
+            return self.load_cluster().server_cpus_online()
+        return list(self.machine_cpus)
 
     def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> Any:
         """The server for a round of points: started and supervised here, or the --target.
@@ -368,6 +408,14 @@ class Runner:
         if self.opts.target:
             from .target import external
             return external(self.opts.target)
+        if self.opts.server_on_cluster:
+            from .remote_server import run_remote
+            return run_remote(self.load_cluster().server_host(m), cpus=cpus or self.opts.server_cpus,
+                              workers=self.opts.workers, ready_timeout=self.opts.ready_timeout,
+                              memory_limit=self.memory_limit,
+                              # on this machine the run's log folder; elsewhere results/logs/ there
+                              log_path=str(log_path) if (self.opts.cluster or "").startswith("local:")
+                              else f"cluster/run-{self.run_id}-{log_path.name}")
         return supervisor.run_server(m, cpus=cpus or self.opts.server_cpus, workers=self.opts.workers,
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
                                      memory_limit=self.memory_limit)
@@ -471,9 +519,11 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         manifests = catalog.select(catalog.load_catalog(), opts.servers)
     if workloads is None:
         workloads = wl.select(wl.load_workloads(), opts.workloads)
+    # a server on another machine gets that machine's default split there (remote_server.py)
+    remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
     if opts.server_cpus is None or opts.client_cpus is None:
         s_cpus, c_cpus = supervisor.default_cpu_split()
-        opts.server_cpus = opts.server_cpus if opts.server_cpus is not None else s_cpus
+        opts.server_cpus = opts.server_cpus if opts.server_cpus is not None or remote_server else s_cpus
         opts.client_cpus = opts.client_cpus if opts.client_cpus is not None else c_cpus
     if resume is None:
         if fingerprint is None:
@@ -490,7 +540,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     own_affinity = os.sched_getaffinity(0)
     os.sched_setaffinity(0, set(opts.client_cpus) or own_affinity)
     on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
-                        runner.planned_seconds(plan), list(opts.server_cpus), list(opts.client_cpus)))
+                        runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
     status, error = "failed", "the run ended before its plan completed"
     try:
         runner.run(plan)

@@ -89,6 +89,10 @@ class ServerProcess:
     def returncode(self) -> int | None:
         return None if self._proc is None else self._proc.poll()
 
+    def oom_killed(self) -> bool:
+        """Whether the kernel's OOM killer acted in this start's memory cgroup."""
+        return bool(self.memory is not None and memlimit.oom_kills(self.memory.cgroup))
+
     def kill(self) -> None:
         """SIGKILL the whole tree now, as the kernel's OOM killer would (the memory watchdog).
         Safe from another thread; the context manager's stop still reaps and checks the port."""
@@ -103,10 +107,10 @@ _LIVE_LOCK = threading.Lock()
 _atexit_registered = False
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the kernel's pick)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now on `host` (the kernel's pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -332,14 +336,14 @@ def _unregister(srv: ServerProcess) -> None:
 def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None = None,
                workers: int | None = None, log_path: Path | None = None,
                ready_timeout: float = 30.0, ready_poll_s: float = POLL_S,
-               memory_limit: int | None = None) -> Iterator[ServerProcess]:
-    """Start `m`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield it, and stop its
-    whole process tree.
+               memory_limit: int | None = None, host: str = "127.0.0.1") -> Iterator[ServerProcess]:
+    """Start `m` listening on `host`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield
+    it, and stop its whole process tree. `host` is loopback unless the caller was asked for
+    another address (a server on a Dask worker listens where that worker does).
 
     `memory_limit` (bytes): a cgroup v2 memory ceiling for the tree where the machine allows it;
     otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS."""
-    host = "127.0.0.1"
-    port = port or free_port()
+    port = port or free_port(host)
     if not port_is_free(host, port):
         raise ServerStartError(f"port {port} on {host} is already in use, so server '{m.id}' "
                                f"cannot start there; fix: stop whatever listens on it or pick "

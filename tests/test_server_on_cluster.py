@@ -1,0 +1,143 @@
+"""--server-on-cluster on a LocalCluster (loopback): the server is built, verified, started and
+sampled by the worker with the resource `server`, the shards run on the others."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from serverbench import catalog, paths
+from serverbench import workloads as wl
+from serverbench.model import RunOptions
+from serverbench.runner import run_matrix
+from serverbench.store import Store
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+import runfix  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not paths.loadgen_binary().is_file(), reason="loadgen not built (make loadgen)")
+
+WORKLOAD = """
+name = "two"
+description = "two short closed points"
+origin = "serverbench"
+kind = "throughput"
+path = "/"
+[quick]
+[[quick.points]]
+label = "c=2"
+connections = 2
+duration = "500ms"
+[[quick.points]]
+label = "c=4"
+connections = 4
+duration = "500ms"
+[full]
+[[full.points]]
+label = "c=2"
+connections = 2
+duration = "10s"
+"""
+
+
+def _opts(**kw: object) -> RunOptions:
+    cpus = sorted(os.sched_getaffinity(0))
+    return RunOptions(servers=["py-ok"], workloads=["two"], repeat=1, ready_timeout=10, server_cpus=[cpus[0]],
+                      client_cpus=[cpus[-1]], cluster="local:1", server_on_cluster=True, **kw)
+
+
+def _workload(tmp_path: Path) -> wl.Workload:
+    (tmp_path / "w").mkdir(exist_ok=True)
+    (tmp_path / "w" / "two.toml").write_text(WORKLOAD)
+    return wl.load_workloads(tmp_path / "w")["two"]
+
+
+def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    m = catalog.load_catalog(runfix.SERVERS).servers["py-ok"]
+    store = Store(tmp_path / "r.db")
+    seen: dict[str, object] = {}
+
+    def watch(event: object) -> None:  # while a point runs: who is the server's parent?
+        if "c=4 ·" in str(getattr(event, "what", "")):
+            mine = {p.pid for p in psutil.Process().children(recursive=True)}
+            servers = [p for p in psutil.process_iter(["cmdline"]) if "tiny_server.py" in " ".join(
+                p.info["cmdline"] or []) and p.pid in mine]
+            seen["servers"] = [(p.pid, p.ppid(), " ".join(p.parent().cmdline()), p.cpu_affinity()) for p in servers]
+
+    res = run_matrix(store, _opts(allow_unverified=True), manifests=[m], workloads=[_workload(tmp_path)],
+                     fingerprint={"test": True}, on_event=watch)
+    cells = {c.point: c for c in store.cells(res.run_id)}
+    assert res.status == "finished" and [c.status for c in cells.values()] == ["ok", "ok"], \
+        [c.error for c in cells.values()]
+    for c in cells.values():
+        # sampled where it runs: CPU and memory figures and the per-second series are there
+        assert c.metrics.ok > 0 and c.metrics.rss_peak_bytes and c.metrics.cpu_percent is not None
+        assert c.usage and c.usage["series"]["rows"]
+        assert c.metrics.shards == 1  # local:1: one loadgen worker, the server's worker runs none
+    # the server is a child of a Dask worker (not of the harness), pinned to the server CPU
+    [(pid, ppid, parent, affinity)] = seen["servers"]
+    assert ppid != os.getpid() and "multiprocessing" in parent, parent  # a spawned Dask worker
+    assert affinity == [sorted(os.sched_getaffinity(0))[0]]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    # its log went to the run's log folder (same machine)
+    assert list((tmp_path / "logs").glob("run-*/py-ok.two.r1.log"))
+
+
+REF_TOML = """
+name = "ref"
+language = "Python"
+runtime = "python3"
+model = "thread-per-connection"
+framework = "http.server"
+origin = "serverbench"
+description = "test fixture: the reference server with one defect (BREAK)"
+build = ""
+run = "exec python3 {server}"
+version = "python3 --version"
+requires = ["python3"]
+[env]
+BREAK = "{brk}"
+"""
+
+
+def test_verification_happens_on_the_server_worker_and_its_verdict_is_stored(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    folder = tmp_path / "servers" / "ref"
+    folder.mkdir(parents=True)
+    (folder / "server.toml").write_text(REF_TOML.format(server=Path(__file__).parent / "fixtures" / "refserver.py",
+                                                        brk="wrong-json"))
+    m = catalog.load_catalog(tmp_path / "servers").servers["ref"]
+    store = Store(tmp_path / "r.db")
+    opts = _opts()
+    opts.servers = ["ref"]
+    res = run_matrix(store, opts, manifests=[m], workloads=[_workload(tmp_path)], fingerprint={"test": True})
+    cells = store.cells(res.run_id)
+    assert [c.status for c in cells] == ["skipped", "skipped"]
+    assert cells[0].error.startswith("failed verification on the server machine (json"), cells[0].error
+    v = store.verdict("ref")
+    failed = {c["name"]: c["detail"] for c in v.checks if not c["passed"]} if v else {}
+    assert v is not None and not v.passed and "json" in failed, failed
+    assert len(v.checks) > 10 and v.folder_hash  # the whole suite ran there, against this folder
+
+
+def test_a_harness_that_stops_renewing_its_lease_has_its_server_stopped() -> None:
+    from serverbench.cluster import LoadCluster
+    from serverbench.remote_server import ServerHost
+    m = catalog.load_catalog(runfix.SERVERS).servers["py-ok"]
+    with LoadCluster("local:1", server=True) as c:
+        addr = c.server_worker()
+        fut = c.client.submit(ServerHost, m, 2.0, actor=True, workers=[addr], allow_other_workers=False)
+        host = fut.result(timeout=30)
+        info = host.start(None, None, 10.0, None, "lease-test.log").result(timeout=30)
+        assert psutil.pid_exists(info["pid"]) and info["url"].startswith("http://127.0.0.1:")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and psutil.pid_exists(info["pid"]):
+            time.sleep(0.2)
+        assert not psutil.pid_exists(info["pid"]), "the lease ran out but the server still runs"
+        assert host.renew().result(timeout=10) is False  # nothing left running on the worker
+        (paths.LOGS / "lease-test.log").unlink(missing_ok=True)
