@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from . import cores, overtime, ranking
 from .aggregate_tools import ToolsCompared, compare_tools
 from .model import CellRecord, ServerProfile
-from .shards import SKEW_WARN_MS
+from .shards import SKEW_WARN_MS, merge_encoded
 from .stats import MIN_EFFECT, NOISE_CV, Stats, noisy, outliers, summarize
 from .workloads import load_workloads, parse_duration
 
@@ -134,14 +134,7 @@ def point_key(label: str) -> tuple:
 
 def merge_histograms(encoded: Iterable[str]) -> HdrHistogram | None:
     """Decode base64 V2 histograms and add them exactly; None when there are none."""
-    merged: HdrHistogram | None = None
-    for enc in encoded:
-        h = HdrHistogram.decode(enc)
-        if merged is None:
-            merged = h
-        else:
-            merged.add(h)
-    return merged
+    return merge_encoded(encoded)
 
 
 def hist_percentiles(h: HdrHistogram, percentiles: list[float]) -> dict[float, float]:

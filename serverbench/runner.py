@@ -12,18 +12,17 @@ then the cell is committed on its own.
 """
 from __future__ import annotations
 
-import os
 import re
 import resource
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, supervisor, timeline
 from . import workloads as wl
 from .capacity import find_capacity
-from .events import CellFinished, CellStarted, Listener, RunEnded, RunStarted, ignore
+from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
+from .lifecycle import MatrixResult, measured_run
 from .fingerprint import fingerprint as take_fingerprint
 from .loadgen import LoadgenError, LoadgenResult, run_loadgen
 from .model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
@@ -38,16 +37,6 @@ LOG_TAIL_LINES = 30
 # Kinds whose result is the behaviour over time: a server that dies mid-run is a finding (the
 # verdict "crashes"), so its cell is kept as measured instead of failed.
 OVER_TIME_KINDS = ("overload", "soak")
-
-
-@dataclass
-class MatrixResult:
-    run_id: int
-    status: str  # finished | interrupted | failed
-    ok: int = 0
-    failed: int = 0
-    skipped: int = 0
-    error: str | None = None
 
 
 def _file_tail(path: Path | None, n: int = LOG_TAIL_LINES) -> str | None:
@@ -535,31 +524,12 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     log_dir.mkdir(parents=True, exist_ok=True)
     runner = Runner(store, opts, manifests, workloads, run_id, on_event, log_dir)
     plan = runner.plan()
-    # The harness (and the sampler thread it starts) runs on the client CPUs, never on the
-    # server's: what it costs is then charged to the side whose saturation is detected.
-    own_affinity = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, set(opts.client_cpus) or own_affinity)
-    on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
-                        runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
-    status, error = "failed", "the run ended before its plan completed"
-    try:
+    with measured_run(store, run_id, list(opts.client_cpus), on_event, cleanup=runner.close,
+                      unfinished="the run ended before its plan completed") as result:
+        on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
+                            runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
         runner.run(plan)
-        status, error = "finished", None
-    except KeyboardInterrupt:
-        status, error = "interrupted", None
-    except BaseException as e:
-        error = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        runner.close()
-        os.sched_setaffinity(0, own_affinity)
-        store.finish_run(run_id, status, error)
-        cells = store.cells(run_id)
-        res = MatrixResult(run_id, status, sum(c.status == "ok" for c in cells),
-                           sum(c.status == "failed" for c in cells), sum(c.status == "skipped" for c in cells),
-                           error)
-        on_event(RunEnded(run_id, status, error, res.ok, res.failed, res.skipped))
-    return res
+    return result[0]
 
 
 __all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "loadgen_metrics", "usage_metrics",

@@ -21,7 +21,8 @@ _TIMELINE_SUM = ("completed", "ok", "active_connections", "active_users", "targe
 _QUANTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99}
 
 
-def _merged(encoded: Iterable[str | None]) -> HdrHistogram | None:
+def merge_encoded(encoded: Iterable[str | None]) -> HdrHistogram | None:
+    """Decode base64 V2 HdrHistograms and add them exactly (None entries skipped); None when none."""
     out: HdrHistogram | None = None
     for enc in encoded:
         if not enc:
@@ -66,7 +67,7 @@ def merge_timelines(timelines: list[list[dict[str, Any]]]) -> list[dict[str, Any
         for k in _TIMELINE_SUM:
             row[k] = _sum(s.get(k) for s in secs)
         row["errors"] = _add_dicts(s.get("errors") for s in secs)
-        h = _merged(s.get("hist") for s in secs)
+        h = merge_encoded(s.get("hist") for s in secs)
         s = _summary(h)
         row.update(p50_us=s["p50"], p90_us=s["p90"], p99_us=s["p99"], max_us=s["max"])
         row["hist"] = h.encode().decode() if h is not None else None
@@ -104,7 +105,7 @@ def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
     summary["bytes_per_s"] = per_s(summary.get("bytes_read", 0))
     hists: dict[str, str | None] = {}
     for name, key in (("latency", "latency_us"), ("answered", "answered_latency_us"), ("service", "service_us")):
-        h = _merged((r.get("histograms") or {}).get(name) for r in reports)
+        h = merge_encoded((r.get("histograms") or {}).get(name) for r in reports)
         hists[name] = h.encode().decode() if h is not None else None
         summary[key] = _summary(h) if h is not None or name != "service" else None
     config = {**(first.get("config") or {}), "shard": None, "shards": len(reports)}

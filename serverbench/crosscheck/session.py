@@ -10,17 +10,17 @@ aggregate_tools.py does.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from .. import paths, supervisor
-from ..events import CellFinished, CellStarted, Listener, RunEnded, RunStarted, ignore
+from ..events import CellFinished, CellStarted, Listener, RunStarted, ignore
+from ..lifecycle import MatrixResult, measured_run
 from ..fingerprint import fingerprint as take_fingerprint
 from ..loadgen import SATURATION, LoadgenError, run_loadgen
 from ..model import CellMetrics, CellRecord, RunOptions, ToolRun
-from ..runner import MatrixResult, _Gate, usage_metrics
+from ..runner import _Gate, usage_metrics
 from ..sampler import Sampler
 from ..store import Store, now_iso
 from ..workloads import Point, Workload
@@ -249,27 +249,12 @@ def run_crosscheck(store: Store, opts: CrosscheckOptions, manifests: list[Any], 
     run_id = store.new_run(fp, {**run_opts.to_dict(), "crosscheck": {"workload": workload.name,
                                                                       "tools": opts.tools}})
     session = Session(store, opts, manifests, workload, run_id, on_event)
-    own = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, set(opts.client_cpus) or own)  # the harness stays off the server's CPUs
-    on_event(RunStarted(run_id, False, len(manifests), 1, opts.repeat, session.planned_seconds(),
-                        list(opts.server_cpus), list(opts.client_cpus)))
-    status, error = "failed", "the cross-check ended before its plan completed"
-    try:
+    with measured_run(store, run_id, list(opts.client_cpus), on_event,
+                      unfinished="the cross-check ended before its plan completed") as result:
+        on_event(RunStarted(run_id, False, len(manifests), 1, opts.repeat, session.planned_seconds(),
+                            list(opts.server_cpus), list(opts.client_cpus)))
         session.run()
-        status, error = "finished", None
-    except KeyboardInterrupt:
-        status, error = "interrupted", None
-    except BaseException as e:
-        error = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        os.sched_setaffinity(0, own)
-        store.finish_run(run_id, status, error)
-        cells = store.cells(run_id)
-        res = MatrixResult(run_id, status, sum(c.status == "ok" for c in cells),
-                           sum(c.status == "failed" for c in cells), sum(c.status == "skipped" for c in cells), error)
-        on_event(RunEnded(run_id, status, error, res.ok, res.failed, res.skipped))
-    return res
+    return result[0]
 
 
 __all__ = ["run_crosscheck", "CrosscheckOptions", "CrosscheckError", "ordered_tools", "workload_name", "PREFIX",
