@@ -106,9 +106,12 @@ class LoadCluster:
             # worker after the common start instant has passed
             # --server-on-cluster: one more worker; it holds the server and runs no shard
             extra, res = (1, {RESOURCE: 1, SERVER: 1}) if self.with_server else (0, {RESOURCE: 1})
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            # the scheduler serves HTTP even with its dashboard off (on 8787 unless told): no routes,
+            # a free loopback port, so nothing collides with or is reachable beside the user's own
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.http.routes": []}):
                 self._cluster = LocalCluster(n_workers=n + extra, threads_per_worker=1, processes=True,
-                                             host="127.0.0.1", dashboard_address=None, resources=res)
+                                             host="127.0.0.1", dashboard_address=None, resources=res,
+                                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
             self._client = Client(self._cluster)
         else:
             self._client = Client(self.spec, security=self.security, timeout=WORKER_WAIT_S)

@@ -269,6 +269,7 @@ def test_a_local_cluster_listens_on_loopback_only(cluster) -> None:
     listening = [c.laddr for p in pids for c in psutil.Process(p).net_connections(kind="inet")
                  if c.status == psutil.CONN_LISTEN]
     assert listening and all(a.ip == "127.0.0.1" for a in listening), listening
+    assert all(a.port != 8787 for a in listening), "the scheduler's HTTP server took the dashboard's usual port"
 
 
 def test_shards_on_one_machine_are_client_bound_together() -> None:
