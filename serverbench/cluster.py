@@ -97,8 +97,8 @@ class LoadCluster:
     def start(self) -> "LoadCluster":
         import dask
         from distributed import Client, LocalCluster
-        check_spec(self.spec, {"tls": "given"} if self.security is not None and self.spec.startswith("local:")
-                   else None)
+        # the Security object stands for the three TLS files check_spec asks of the CLI
+        check_spec(self.spec, dict.fromkeys(("ca_file", "cert", "key"), "given") if self.security is not None else None)
         if self.spec.startswith("local:"):
             n = int(self.spec.split(":", 1)[1])
             self.local_workers = n

@@ -281,3 +281,82 @@ def test_shards_on_one_machine_are_client_bound_together() -> None:
     assert lg.client_saturated and lg.client_cores == 1, "two shards at 48 % of the one client CPU"
     lg = merged_result([{**shard, "index": 0}, {**shard, "index": 1, "host": "b"}])
     assert not lg.client_saturated and lg.client_cores == 2, "48 % on each of two machines"
+
+
+def _tls_files(folder: Path) -> dict[str, str]:
+    """A CA and one certificate it signed for 127.0.0.1 (scheduler, worker and client share it)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    span = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(hours=1))
+
+    def cert(subject: str, key, issuer: str, signer, ca: bool) -> x509.Certificate:
+        b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(span[0]).not_valid_after(span[1])
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                             x509.DNSName("localhost")]), critical=False)
+        return b.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = cert("serverbench test CA", ca_key, "serverbench test CA", ca_key, True)
+    leaf = cert("127.0.0.1", key, "serverbench test CA", ca_key, False)
+    pem = serialization.Encoding.PEM
+    files = {"ca_file": folder / "ca.pem", "cert": folder / "cert.pem", "key": folder / "key.pem"}
+    files["ca_file"].write_bytes(ca.public_bytes(pem))
+    files["cert"].write_bytes(leaf.public_bytes(pem))
+    files["key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    return {k: str(v) for k, v in files.items()}
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):  # these PIDs only
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
+def test_shards_run_through_a_tls_scheduler_and_a_plain_client_is_refused(tmp_path: Path, server: str) -> None:
+    from serverbench.cluster import LoadCluster, security
+    tls = _tls_files(tmp_path)
+    flags = ["--tls-ca-file", tls["ca_file"], "--tls-cert", tls["cert"], "--tls-key", tls["key"]]
+    dask = str(Path(sys.executable).parent / "dask")
+    sched_file = tmp_path / "scheduler.json"
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(subprocess.Popen([dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                                       "--no-dashboard", "--scheduler-file", str(sched_file), *flags],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 30
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        import json
+        address = json.loads(sched_file.read_text())["address"]
+        assert address.startswith("tls://127.0.0.1:")
+        procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(sched_file), "--host", "127.0.0.1",
+                                       "--nthreads", "1", "--no-dashboard", "--resources", "loadgen=1", *flags],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with LoadCluster(address, security=security(tls)) as c:
+            c.client.wait_for_workers(1, timeout=30)
+            lg = c.run(server, Point(label="c=2", connections=2, duration="500ms"), default_path="/",
+                       client_cpus=None)
+            assert lg.extra["shards"] == 1 and lg.report.summary.ok > 0
+        # the same scheduler without the client's certificate: no connection
+        from distributed import Client
+        with pytest.raises(Exception):
+            Client(address.replace("tls://", "tcp://"), timeout=3)
+    finally:
+        _stop(procs)
