@@ -155,6 +155,9 @@ class LoadCluster:
 
     def server_host(self, manifest: Any) -> Any:
         """The ServerHost actor for `manifest` on the server worker (one per server, kept for the run)."""
+        held = self._hosts.get(manifest.id)
+        if held is not None and getattr(held[1], "_address", None) not in self._workers(SERVER):
+            del self._hosts[manifest.id]  # its worker died (and was restarted, or not): a new actor
         if manifest.id not in self._hosts:
             from .remote_server import ServerHost
             fut = self._client.submit(ServerHost, manifest, actor=True, workers=[self.server_worker()],

@@ -177,6 +177,18 @@ class ServerHost:
         return None if s is None else s.stop().to_dict()
 
 
+def _call(actor: Any, name: str, *args: Any) -> Any:
+    """One call to the actor; LoadgenError (the cell fails, the run goes on) when its worker is gone."""
+    from .loadgen import LoadgenError
+    try:
+        return getattr(actor, name)(*args).result(timeout=CALL_TIMEOUT_S)
+    except ServerStartError:
+        raise
+    except Exception as e:  # a dead worker, a lost scheduler: Dask's own exception types
+        first = (str(e).splitlines() or [""])[0]
+        raise LoadgenError(f"the server's Dask worker did not answer ({name}): {type(e).__name__}: {first}") from None
+
+
 class RemoteSampler:
     """The runner's sampler interface, sampling on the server's machine."""
 
@@ -185,11 +197,11 @@ class RemoteSampler:
         self.usage: dict[str, Any] | None = None
 
     def start(self) -> "RemoteSampler":
-        self.actor.sample_start(self.interval).result(timeout=CALL_TIMEOUT_S)
+        _call(self.actor, "sample_start", self.interval)
         return self
 
     def stop(self) -> "RemoteSampler":
-        self.usage = self.actor.sample_stop().result(timeout=CALL_TIMEOUT_S)
+        self.usage = _call(self.actor, "sample_stop")
         return self
 
     def to_dict(self) -> dict[str, Any] | None:
@@ -215,24 +227,32 @@ class RemoteServer:
         self.cpus: list[int] | None = info["cpus"]
         self.host: str = info["host"]
         self.memory = RemoteMemory(info["memory"]) if info.get("memory") else None
+        self.lost: str | None = None  # why the worker stopped answering, once it did
 
-    def _call(self, name: str, *args: Any) -> Any:
-        return getattr(self.actor, name)(*args).result(timeout=CALL_TIMEOUT_S)
+    # What the runner asks between and after points answers even when the worker is gone (then
+    # the server is gone with it: PR_SET_PDEATHSIG), so the cell fails and the run goes on.
+    def _ask(self, name: str, *args: Any, gone: Any) -> Any:
+        from .loadgen import LoadgenError
+        try:
+            return _call(self.actor, name, *args)
+        except LoadgenError as e:
+            self.lost = str(e)
+            return gone
 
     def alive(self) -> bool:
-        return bool(self._call("alive"))
+        return bool(self._ask("alive", gone=False))
 
-    def returncode(self) -> int | None:
-        return self._call("returncode")
+    def returncode(self) -> int | str | None:
+        return self._ask("returncode", gone=f"unknown ({self.lost})" if self.lost else None)
 
     def log_tail(self, n: int = 20) -> str:
-        return self._call("log_tail", n)
+        return self._ask("log_tail", n, gone=f"(no log: {self.lost})")
 
     def kill(self) -> None:
-        self._call("kill")
+        self._ask("kill", gone=None)
 
     def oom_killed(self) -> bool:
-        return bool(self._call("oom_killed"))
+        return bool(self._ask("oom_killed", gone=False))
 
     def sampler(self, interval: float) -> RemoteSampler:
         return RemoteSampler(self.actor, interval)

@@ -141,3 +141,39 @@ def test_a_harness_that_stops_renewing_its_lease_has_its_server_stopped() -> Non
         assert not psutil.pid_exists(info["pid"]), "the lease ran out but the server still runs"
         assert host.renew().result(timeout=10) is False  # nothing left running on the worker
         (paths.LOGS / "lease-test.log").unlink(missing_ok=True)
+
+
+def test_a_server_worker_killed_mid_cell_fails_that_cell_and_the_next_start_runs_on_its_successor(
+        tmp_path: Path, monkeypatch) -> None:
+    import signal
+    import threading
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    m = catalog.load_catalog(runfix.SERVERS).servers["py-ok"]
+    store = Store(tmp_path / "r.db")
+    killed: list[int] = []
+
+    def kill_the_server_worker(event: object) -> None:  # during repetition 1's first point
+        if "c=2 · r1" in str(getattr(event, "what", "")) and not killed:
+            def later() -> None:
+                time.sleep(0.3)
+                for p in psutil.Process().children(recursive=True):
+                    try:
+                        if "tiny_server.py" in " ".join(p.cmdline()):
+                            worker = p.parent()
+                            killed.append(worker.pid)
+                            os.kill(worker.pid, signal.SIGKILL)
+                            return
+                    except psutil.Error:
+                        continue
+            threading.Thread(target=later, daemon=True).start()
+
+    opts = _opts(allow_unverified=True)
+    opts.repeat = 2
+    res = run_matrix(store, opts, manifests=[m], workloads=[_workload(tmp_path)], fingerprint={"test": True},
+                     on_event=kill_the_server_worker)
+    assert killed and res.status == "finished"
+    cells = {(c.point, c.repetition): c for c in store.cells(res.run_id)}
+    first = cells[("c=2", 1)]
+    assert first.status == "failed" and ("Dask worker" in first.error or "exited" in first.error), first.error
+    assert cells[("c=2", 2)].status == "ok" and cells[("c=4", 2)].status == "ok", \
+        [(k, c.status, c.error) for k, c in cells.items()]
