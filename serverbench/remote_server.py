@@ -243,7 +243,7 @@ class RemoteServer:
         return bool(self._ask("alive", gone=False))
 
     def returncode(self) -> int | str | None:
-        return self._ask("returncode", gone=f"unknown ({self.lost})" if self.lost else None)
+        return self._ask("returncode", gone="unknown: its Dask worker is gone")
 
     def log_tail(self, n: int = 20) -> str:
         return self._ask("log_tail", n, gone=f"(no log: {self.lost})")
