@@ -56,13 +56,13 @@ def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> 
     m = shared[0].metrics
     on = ",".join(str(x) for x in m.server_cpu_list or []) or "?"
     others = sorted(c.metrics.others_cpu_percent for c in shared if c.metrics.others_cpu_percent is not None)
-    busy = f"; other processes, the load generator among them, used {others[len(others) // 2]:.0f} % of them" \
-        if others else ""
+    busy = (f", where other processes (the load generator among them) used {others[len(others) // 2]:.0f} % "
+            "(100 = one CPU)") if others else ""
     return [w for w in over_time if w[0] != "shared-cpu"] + [(
         "cpu-overlap", "warning",
         f"server and load generator shared CPU(s) at {m.server_cores} server cores (server on CPU {on}{busy}; "
         "the machine has too few CPUs to give each side its own): the figures mix both sides' work, not "
-        f"a clean {m.server_cores}-core result, so this count is not ranked")]
+        f"a clean {m.server_cores}-core result, so the scaling table does not rank by it")]
 
 
 __all__ = ["SWEEP", "counts", "expand", "figures", "warnings"]

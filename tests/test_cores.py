@@ -125,8 +125,8 @@ def test_overlapped_groups_carry_the_warning_and_the_figures() -> None:
     assert "shared CPU(s) at 4 server cores" in g4.warnings[0].text
     assert "mix both sides' work, not a clean 4-core result" in g4.warnings[0].text
     # the load generator on the server's CPUs is told once, as the overlap, not also as shared-cpu
-    assert "(server on CPU 0,1,2,3; other processes, the load generator among them, used 60 % of them;" \
-        in g4.warnings[0].text
+    assert ("(server on CPU 0,1,2,3, where other processes (the load generator among them) used 60 % (100 = one "
+            "CPU);") in g4.warnings[0].text
     # without an overlap, other processes on its CPUs are still a shared-cpu warning
     assert [w.kind for w in g2.warnings] == ["shared-cpu"]
     assert (g4.figures.server_cores, g4.figures.cpu_overlap) == (4, True)
@@ -150,7 +150,7 @@ def test_scaling_table_ranks_at_the_top_clean_count_and_marks_the_overlapped_one
     assert rows[0][3:] == ["900", "1,700", "3,000 ⚠", "×1.89"]
     assert rows[2][3:] == ["800", "failed", "5,000 ⚠", "—"]
     assert "Ranked by requests/s at 2 cores, the most measured without sharing a CPU" in md
-    assert "⚠ at 4 core(s): the server shared CPU(s) with the load generator" in md
+    assert "⚠ = at 4 cores the server shared CPU(s) with the load generator" in md
     assert "Ranked by **successful requests/s at the most server cores measured on CPUs of its own" in md
     # per-point tables are still there, the overlapped point's warning listed under it
     assert "### cores · cores=4" in md and "- ⚠ scales: server and load generator shared CPU(s)" in md

@@ -95,8 +95,9 @@ def _intro(at: int | None, shared: set[int], clean: list[int]) -> str:
                  "a mixed figure.")
     if shared:
         ks = ", ".join(str(k) for k in sorted(shared))
-        text += (f" {MARK} at {ks} core(s): the server shared CPU(s) with the load generator (the machine has too "
-                 "few CPUs for both), so the figure mixes both sides' work; it is shown, not ranked by.")
+        text += (f" {MARK} = at {ks} core{'s' if max(shared) > 1 else ''} the server shared CPU(s) with the load "
+                 "generator (the machine has too few CPUs for both), so the figure mixes both sides' work: shown, "
+                 "not ranked by.")
     return text
 
 
