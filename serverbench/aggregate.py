@@ -390,11 +390,13 @@ class Group:
         unanswered = self.total("unanswered")
         if unanswered:
             oldest = max(c.metrics.unanswered_oldest_us for c in self.ok) / 1e6
-            add("unanswered", "error", f"{unanswered:,} requests still unanswered when the run ended, "
+            add("unanswered", "error", f"{unanswered:,} request{'s' if unanswered != 1 else ''} still unanswered "
+                                       "when the run ended, "
                                        f"the oldest after {oldest:.1f} s (stalled connections)")
         missed = self.total("missed_sends")
         if missed:
-            add("missed-sends", "warning", f"{missed:,} requests not sent on schedule (connection pool exhausted)")
+            add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
+                                           "(connection pool exhausted)")
         for kind, severity, text in cores.warnings(self.ok, overtime.warnings(self.ok)):
             add(kind, severity, text)  # type: ignore[arg-type]
         if self.bad:

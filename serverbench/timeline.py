@@ -59,18 +59,12 @@ class ServerSecond:
     threads: int
     processes: int
     ctx_per_s: float  # voluntary + involuntary context switches per second
-    cpus_busy_percent: float | None = None  # the server's CPUs busy with anything (100 per CPU)
+    # of the server's CPUs, the share other processes used (a shared machine's noise; 100 per CPU)
+    others_percent: float | None = None
 
     @property
     def cpu_percent(self) -> float:
         return self.cpu_user_percent + self.cpu_sys_percent
-
-    @property
-    def others_percent(self) -> float | None:
-        """Of the server's CPUs, the share other processes used (a shared machine's noise)."""
-        if self.cpus_busy_percent is None:
-            return None
-        return max(0.0, self.cpus_busy_percent - self.cpu_percent)
 
 
 def _num(x: Any) -> float | None:
@@ -141,8 +135,20 @@ def server_seconds(usage: dict[str, Any] | None, offset: float | None) -> list[S
         out.append(ServerSecond(round(t, 3), dt, 100 * float(d["cpu_user_s"]) / dt, 100 * float(d["cpu_sys_s"]) / dt,
                                 int(d["rss_bytes"]), int(d["threads"]), int(d["processes"]),
                                 (int(d["ctx_voluntary"]) + int(d["ctx_involuntary"])) / dt,
-                                100 * float(d["cpus_busy_s"]) / dt if "cpus_busy_s" in d else None))
+                                _others_percent(d, dt)))
     return out
+
+
+def _others_percent(row: dict[str, Any], dt: float) -> float | None:
+    """Other processes' CPU on the server's CPUs, % of one CPU. Runs stored before the sampler
+    counted them per process have `cpus_busy_s` (/proc/stat's tick-sampled busy time, which
+    under- and over-counted on this VM): busy minus the server's own, as it was shown then."""
+    if "others_cpu_s" in row:
+        return 100 * float(row["others_cpu_s"]) / dt
+    if "cpus_busy_s" in row:
+        own = float(row["cpu_user_s"]) + float(row["cpu_sys_s"])
+        return max(0.0, 100 * (float(row["cpus_busy_s"]) - own) / dt)
+    return None
 
 
 def on_axis(seconds_after_sampler_start: float | None, offset: float | None) -> float | None:

@@ -102,7 +102,7 @@ def test_degrading_while_other_processes_took_the_cpu_is_flagged_suspect() -> No
     def srv(others_end: float) -> list[ServerSecond]:
         return [ServerSecond(t=i + 1.0, dt=1.0, cpu_user_percent=40.0, cpu_sys_percent=20.0, rss_bytes=1,
                              threads=1, processes=1, ctx_per_s=0.0,
-                             cpus_busy_percent=60.0 + (10.0 if i < 30 else others_end)) for i in range(N)]
+                             others_percent=10.0 if i < 30 else others_end) for i in range(N)]
     assert "suspect" in judge(degrading(10_000.0), server=srv(30.0)).reason
     assert "suspect" not in judge(degrading(10_000.0), server=srv(24.0)).reason  # 14 points more: not flagged
 

@@ -36,8 +36,8 @@ def cell(server: str, workload: str, kind: str, rows: list[dict], mode: str, die
     # `others` % of its CPU busy with other processes
     series = {"started_unix": START.timestamp(), "columns": ["t_s", "dt_s", "cpu_user_s", "cpu_sys_s", "rss_bytes",
                                                              "threads", "processes", "ctx_voluntary", "ctx_involuntary",
-                                                             "cpus_busy_s"],
-              "rows": [[t + 0.5, 1.0, 0.3, 0.2, (10 + t) * 2**20, 4, 1, 10, 1, 0.5 + others / 100]
+                                                             "others_cpu_s"],
+              "rows": [[t + 0.5, 1.0, 0.3, 0.2, (10 + t) * 2**20, 4, 1, 10, 1, others / 100]
                        for t in range(1, n + 1)]}
     usage = {"series": series, "died_at_s": died + 0.5 if died is not None else None, "rss_limit_hit_s": None}
     lg = SimpleNamespace(report=CellRecord("x", "x", "x", 1, "ok", loadgen=report).loadgen)

@@ -152,7 +152,7 @@ def test_per_second_series_follows_a_growing_server(grower) -> None:
     # the rows split the totals between them
     assert sum(r["cpu_user_s"] + r["cpu_sys_s"] for r in rows) == pytest.approx(u.cpu_user_s + u.cpu_sys_s, abs=0.02)
     assert sum(r["ctx_voluntary"] for r in rows) == u.ctx_voluntary
-    # the CPUs' busy time includes the server's own
+    # other processes' CPU on the server's CPUs: a column of its own, never negative
     assert all(r[CPUS_COLUMN] >= 0 for r in rows) and u.series["columns"][-1] == CPUS_COLUMN
 
 
@@ -184,3 +184,27 @@ def test_rss_limit_calls_back_once_when_the_tree_passes_it(grower) -> None:
     # 10 MiB per 0.2 s: the limit is passed after about 0.6 s, seen at the next sample
     assert u.rss_limit_hit_s is not None and 0.4 <= u.rss_limit_hit_s <= 1.6
     assert u.died_at_s is not None and u.rss_limit_hit_s <= u.died_at_s <= u.rss_limit_hit_s + 0.5
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_other_processes_are_counted_on_the_server_cpus_only(grower) -> None:
+    """A busy loop pinned to the server's CPU is another process's CPU there (about one CPU's worth
+    a second); the same loop pinned to the other CPU is not."""
+    cpus = sorted(os.sched_getaffinity(0))
+    loop = "import time\nt = time.time()\nwhile time.time() - t < 2.6: pass"
+    p = grower("0")  # the "server": idle, pinned to the first CPU below
+    os.sched_setaffinity(p.pid, {cpus[0]})
+    shares = {}
+    for where in (cpus[0], cpus[1]):
+        s = Sampler(p.pid, cpus=[cpus[0]]).start()
+        busy = subprocess.Popen(["taskset", "-c", str(where), sys.executable, "-c", loop])
+        try:
+            busy.wait(10)
+        finally:
+            busy.kill()
+            busy.wait()
+        u = s.stop()
+        rows = _rows(u)[:2]  # whole seconds while the loop ran
+        shares[where] = [r[CPUS_COLUMN] / r["dt_s"] for r in rows]
+    assert all(0.6 <= x <= 1.1 for x in shares[cpus[0]]), shares
+    assert all(x <= 0.15 for x in shares[cpus[1]]), shares
