@@ -3,7 +3,8 @@
 # `--start-at` instant), all on CPU 1, against the throw-away nginx (1 worker pinned to CPU 0),
 # same total connections and duration. ROUNDS alternating rounds (the order flips each round).
 # Prints each round, the median req/s of both, the median client CPU per request (user+sys of
-# every loadgen process, from /usr/bin/time) and the ratio two/one (target: <= 1.05).
+# every loadgen process, from /usr/bin/time) and the ratio two/one (target: <= 1.05), and the
+# context switches per 1,000 requests of both (two processes on one CPU switch between them).
 # Measures loadgen's shard mode itself: Dask's dispatch (harness side) is not in these figures.
 # Then HELD (30,000) keep-alive connections held through two shards, more than one process may
 # open here (the hard open-files limit is 20,000), as session users (one connection each, a
@@ -28,23 +29,24 @@ trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
 
 responses() { python3 -c 'import json,sys; print(sum(json.load(open(f))["summary"]["responses"] for f in sys.argv[1:]))' "$@"; }
 cpu() { awk '{s += $1 + $2} END {print s}' "$@"; }
+switches() { awk '{s += $3 + $4} END {print s}' "$@"; }
 
-# prints "responses client_cpu_s"
+# prints "responses client_cpu_s context_switches"
 run_one() {
-    /usr/bin/time -f "%U %S" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" -d "${DURATION}s" \
-        --quiet --json "$OUT/one.json" >/dev/null
-    echo "$(responses "$OUT/one.json") $(cpu "$OUT/t0")"
+    /usr/bin/time -f "%U %S %c %w" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
+        -d "${DURATION}s" --quiet --json "$OUT/one.json" >/dev/null
+    echo "$(responses "$OUT/one.json") $(cpu "$OUT/t0") $(switches "$OUT/t0")"
 }
 run_two() {
     local at pids=()
     at=$(python3 -c 'import time; print(f"{time.time() + 0.5:.6f}")')
     for i in 0 1; do
-        /usr/bin/time -f "%U %S" -o "$OUT/t$i" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
+        /usr/bin/time -f "%U %S %c %w" -o "$OUT/t$i" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
             -d "${DURATION}s" --shard "$i/2" --start-at "$at" --quiet --json "$OUT/s$i.json" >/dev/null &
         pids+=($!)
     done
     wait "${pids[@]}"
-    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $(cpu "$OUT/t0" "$OUT/t1")"
+    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $(cpu "$OUT/t0" "$OUT/t1") $(switches "$OUT/t0" "$OUT/t1")"
 }
 
 : >"$OUT/one"; : >"$OUT/two"
@@ -61,8 +63,10 @@ res = {}
 for k in ("one", "two"):
     rows = [tuple(map(float, l.split())) for l in open(f"{out}/{k}") if l.strip()]
     rows = [r for r in rows if r[0] > 0]
-    res[k] = (statistics.median(r[0] / d for r in rows), statistics.median(r[1] / r[0] * 1e6 for r in rows))
-    print(f"{k:>4}: median {res[k][0]:9.0f} req/s   client {res[k][1]:5.2f} µs/request")
+    res[k] = (statistics.median(r[0] / d for r in rows), statistics.median(r[1] / r[0] * 1e6 for r in rows),
+              statistics.median(r[2] / r[0] * 1e3 for r in rows))
+    print(f"{k:>4}: median {res[k][0]:9.0f} req/s   client {res[k][1]:5.2f} µs/request   "
+          f"{res[k][2]:6.1f} context switches per 1,000 requests")
 print(f"ratio two shards / one process: req/s {res['two'][0] / res['one'][0]:.3f}   "
       f"client cpu/request {res['two'][1] / res['one'][1]:.3f} (target <= 1.05)")
 PY

@@ -184,6 +184,8 @@ class CellMetrics(BaseModel):
     client_saturated: bool = Field(False, description="loadgen used >= 90 % of the cores it could")
     shards: int | None = Field(None, description="--cluster: loadgen processes the point's load was split "
                                                  "over (their reports: loadgen_json's `shards`)")
+    server_host: str | None = Field(None, description="--server-on-cluster: the host the server ran on (its "
+                                                      "Dask worker's address)")
     target_url: str | None = Field(None, description="--target: a server serverbench did not start; no "
                                                      "build, verify, CPU or memory figures for it")
     shard_start_skew_ms: float | None = Field(None, description="spread of the shards' actual starts; "

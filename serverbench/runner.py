@@ -417,7 +417,8 @@ class Runner:
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
         metrics: dict[str, Any] = {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
                                    "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(),
-                                   "target_url": self.opts.target}
+                                   "target_url": self.opts.target,
+                                   "server_host": getattr(srv, "host", None) if self.opts.server_on_cluster else None}
         usage = None
         lg: LoadgenResult | None = None
 

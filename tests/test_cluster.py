@@ -235,6 +235,9 @@ def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its
     assert ok.metrics.shards == 2 and ok.metrics.shard_start_skew_ms < 5.0
     run, results = load(store, res.run_id)
     doc = json.loads(to_json.render(run, results))
+    from serverbench.exporters import to_markdown
+    head = to_markdown.render(run, results).decode().splitlines()[2]
+    assert "server on CPU" in head and "load from 2 loadgen shards on Dask (local:2: this machine's CPU" in head, head
     cell = next(c for c in doc["cells"] if c["point"] == "c=4")
     assert len(cell["shards"]) == 2
     assert all({"host", "pid", "started_at", "loadgen"} <= s.keys() for s in cell["shards"])

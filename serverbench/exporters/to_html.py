@@ -19,13 +19,13 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from . import tools_section
-from . import cores_section, overtime_section
+from . import cores_section, overtime_section, placement
 from .to_markdown import errors_cell, rate_cell
 from ..timecharts import over_time_chart
 from .. import cost
 from ..cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..fingerprint import normalize
-from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
+from ..formatting import fmt_cpu, fmt_num, fmt_us
 
 # -- HTML pieces ----------------------------------------------------------------------------------
 def esc(x: Any) -> str:
@@ -287,13 +287,13 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         _point_section(page, wl, pt, styles, note)
 
 
-def _environment(run: Any) -> str:
+def _environment(run: Any, results: RunResults) -> str:
     fp = normalize(run.fingerprint)
     opts = run.options or {}
     commit = str(fp.get("git_commit") or "?")
     items = [
         ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
-        ("pinning", f"server on CPU {cpus(fp.get('server_cpus'))}, load generator on CPU {cpus(fp.get('client_cpus'))}"),
+        ("pinning", placement.describe(run, results)),
         ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
         ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),
@@ -436,7 +436,7 @@ def render(run: Any, results: RunResults) -> bytes:
     workloads = results.workloads
     page = Page()
     page.heading(2, "Environment")
-    page.add(_environment(run))
+    page.add(_environment(run, results))
     page.heading(2, "At a glance")
     page.add(_overview(workloads))
     for wl in workloads:

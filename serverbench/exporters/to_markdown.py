@@ -7,8 +7,8 @@ from typing import Any
 from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from . import tools_section
-from ..formatting import cpus, fmt_cpu, fmt_num, fmt_us
-from . import cores_section, overtime_section
+from ..formatting import fmt_cpu, fmt_num, fmt_us
+from . import cores_section, overtime_section, placement
 from .. import cost
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
@@ -109,7 +109,7 @@ def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
     lines = [f"# serverbench run {run.id}", "",
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
-             f"server on CPU {cpus(fp.get('server_cpus'))}, load generator on CPU {cpus(fp.get('client_cpus'))}; "
+             f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
              "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
              "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
