@@ -168,11 +168,14 @@ def workloads_cmd() -> None:
             f = sum(s.size(True).planned_seconds() for s in subs)
             t.add_row(w.name, w.origin, "+".join(w.includes), f"{q:.0f} s", f"{f:.0f} s", w.description)
         else:
+            # a cores sweep runs its point once per server CPU count (1, 2, 4 …) of the machine
+            per = "/count" if any(p.server_cores is not None for p in w.size(False).points) else ""
             t.add_row(w.name, w.origin, ", ".join(p.label for p in w.size(False).points),
-                      f"{w.size(False).planned_seconds():.0f} s", f"{w.size(True).planned_seconds():.0f} s",
+                      f"{w.size(False).planned_seconds():.0f} s{per}", f"{w.size(True).planned_seconds():.0f} s{per}",
                       w.description)
     console.print(t)
-    console.print("[dim]≈ planned load seconds per server and repetition (warm-up included)[/]")
+    console.print("[dim]≈ planned load seconds per server and repetition (warm-up included); /count: per server "
+                  "CPU count a cores sweep measures[/]")
     for e in errors:
         err.print(f"warning: {e}", style="yellow", markup=False, highlight=False)
 
