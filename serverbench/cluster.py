@@ -171,16 +171,6 @@ class LoadCluster:
         addr = self.server_worker()
         return list(self._client.run(online_cpus, workers=[addr])[addr])
 
-    def server_cpu_split(self) -> list[int]:
-        """The server's half of its machine's CPUs (supervisor.default_cpu_split run there)."""
-        from .supervisor import default_cpu_split
-        addr = self.server_worker()
-        return list(self._client.run(default_cpu_split, workers=[addr])[addr][0])
-
-    def release(self, manifest_id: str) -> None:
-        """Drop a server's actor (its server is stopped already)."""
-        self._hosts.pop(manifest_id, None)
-
     def loaders(self) -> list[str]:
         """Addresses of the workers that offer the `loadgen` resource, in a stable order, the
         server's worker excluded."""

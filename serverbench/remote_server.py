@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 
 from .supervisor import ServerStartError
 
-RESOURCE = "server"
 LEASE_S = 30.0
 RENEW_S = 5.0
 CALL_TIMEOUT_S = 120.0
@@ -74,10 +73,6 @@ class ServerHost:
                 self.stop()
 
     # -- before measuring ------------------------------------------------------------------
-    def cpus(self) -> list[int]:
-        from .supervisor import online_cpus
-        return online_cpus()
-
     def gate(self) -> dict[str, Any]:
         """Toolchain, then build (here, if needed): {'reason': why it cannot run | None, 'hash': folder hash}."""
         from . import build, doctor
@@ -290,4 +285,4 @@ def run_remote(actor: Any, *, cpus: list[int] | None, workers: int | None, ready
             pass
 
 
-__all__ = ["ServerHost", "RemoteServer", "RemoteSampler", "run_remote", "RESOURCE", "LEASE_S", "worker_host"]
+__all__ = ["ServerHost", "RemoteServer", "RemoteSampler", "run_remote", "LEASE_S", "worker_host"]

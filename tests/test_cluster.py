@@ -20,6 +20,8 @@ from serverbench.loadgen import LoadgenError, run_loadgen
 from serverbench.workloads import Point
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+from runfix import SPLIT_WORKLOAD as RUN_WORKLOAD  # noqa: E402
 pytestmark = pytest.mark.skipif(not paths.loadgen_binary().is_file(), reason="loadgen not built (make loadgen)")
 
 
@@ -156,29 +158,6 @@ def test_timelines_merge_second_by_second_and_skew_is_the_spread_of_actual_start
     assert m["timeline"][0]["p50_us"] >= 4900 and m["timeline"][1]["p99_us"] < 200
     assert m["summary"]["requests"] == 50 and m["status_codes"] == {"200": 50} and m["summary"]["rps"] == 25.0
     assert shards.start_skew_ms([a, b]) == 2.0
-
-
-RUN_WORKLOAD = """
-name = "split"
-description = "two closed points split over the cluster's shards"
-origin = "serverbench"
-kind = "throughput"
-path = "/"
-[quick]
-[[quick.points]]
-label = "c=2"
-connections = 2
-duration = "2s"
-[[quick.points]]
-label = "c=4"
-connections = 4
-duration = "500ms"
-[full]
-[[full.points]]
-label = "c=2"
-connections = 2
-duration = "10s"
-"""
 
 
 def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its_cell(tmp_path: Path,

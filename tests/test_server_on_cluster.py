@@ -21,39 +21,20 @@ import runfix  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not paths.loadgen_binary().is_file(), reason="loadgen not built (make loadgen)")
 
-WORKLOAD = """
-name = "two"
-description = "two short closed points"
-origin = "serverbench"
-kind = "throughput"
-path = "/"
-[quick]
-[[quick.points]]
-label = "c=2"
-connections = 2
-duration = "500ms"
-[[quick.points]]
-label = "c=4"
-connections = 4
-duration = "500ms"
-[full]
-[[full.points]]
-label = "c=2"
-connections = 2
-duration = "10s"
-"""
+# both points short: each test runs them on a fresh LocalCluster
+WORKLOAD = runfix.SPLIT_WORKLOAD.replace('duration = "2s"', 'duration = "500ms"')
 
 
 def _opts(**kw: object) -> RunOptions:
     cpus = sorted(os.sched_getaffinity(0))
-    return RunOptions(servers=["py-ok"], workloads=["two"], repeat=1, ready_timeout=10, server_cpus=[cpus[0]],
+    return RunOptions(servers=["py-ok"], workloads=["split"], repeat=1, ready_timeout=10, server_cpus=[cpus[0]],
                       client_cpus=[cpus[-1]], cluster="local:1", server_on_cluster=True, **kw)
 
 
 def _workload(tmp_path: Path) -> wl.Workload:
     (tmp_path / "w").mkdir(exist_ok=True)
-    (tmp_path / "w" / "two.toml").write_text(WORKLOAD)
-    return wl.load_workloads(tmp_path / "w")["two"]
+    (tmp_path / "w" / "split.toml").write_text(WORKLOAD)
+    return wl.load_workloads(tmp_path / "w")["split"]
 
 
 def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp_path: Path, monkeypatch) -> None:
@@ -90,7 +71,7 @@ def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp
     head = to_markdown.render(*load(store, res.run_id)).decode().splitlines()[2]
     assert "server on the Dask worker with the resource server (this machine)" in head, head
     # its log went to the run's log folder (same machine)
-    assert list((tmp_path / "logs").glob("run-*/py-ok.two.r1.log"))
+    assert list((tmp_path / "logs").glob("run-*/py-ok.split.r1.log"))
 
 
 REF_TOML = """
