@@ -1,5 +1,7 @@
 """The cores sweep (workload kind `cores`): one point per server CPU count 1, 2, 4 … up to the
-server machine's CPUs, each on a fresh server start pinned to that many CPUs.
+server's CPUs (on one machine the run's server CPUs, e.g. --server-cpus 0-7 → 1, 2, 4, 8; with
+--server-on-cluster the server machine's), each on a fresh server start pinned to that many CPUs.
+Runner._sweep_cpus decides which CPUs those are.
 
 The runner expands a `server_cores = "sweep"` point here (`expand`); aggregate.Group reads a group's
 core count, the overlap flag and its warning from here. A count at which the server's CPUs are also

@@ -300,6 +300,9 @@ class RunOptions(BaseModel):
     target: str | None = None  # a running server's URL, measured as is (target.py)
     cluster_tls: dict[str, str] | None = None  # ca_file, cert, key: Dask TLS for a remote scheduler
     server_on_cluster: bool = False  # the server runs on the cluster's `server` worker (remote_server.py)
+    # how the server/client CPUs were chosen: "auto" (calibrated, split.py), "half" (two halves),
+    # "manual" (--server-cpus/--client-cpus as given)
+    split: Literal["auto", "half", "manual"] = "half"
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

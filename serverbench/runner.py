@@ -286,9 +286,15 @@ class Runner:
         return s
 
     def _sweep_cpus(self) -> list[int]:
-        """The server machine's online CPUs, asked once per run (a sweep's counts and pinning)."""
+        """The CPUs a sweep's counts go up to and are pinned from, asked once per run: the server
+        machine's with --server-on-cluster; on one machine the run's server CPUs, except a harness-chosen
+        single server CPU (a 2-CPU machine's half), where the sweep goes on to the whole machine so a
+        small machine still shows a second count, flagged cpu-overlap."""
         if self._online is None:
-            self._online = self.server_cpus_online()
+            remote = self.opts.server_on_cluster and not (self.opts.cluster or "").startswith("local:")
+            own = self.opts.server_cpus
+            chosen_one = own is not None and len(own) == 1 and self.opts.split != "manual"
+            self._online = (self.server_cpus_online() if remote or own is None or chosen_one else list(own))
         return self._online
 
     def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:
@@ -511,6 +517,8 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         workloads = wl.select(wl.load_workloads(), opts.workloads)
     # a server on another machine gets that machine's default split there (remote_server.py)
     remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
+    if resume is None and (opts.server_cpus is not None or opts.client_cpus is not None):
+        opts.split = "manual"
     if opts.server_cpus is None or opts.client_cpus is None:
         s_cpus, c_cpus = supervisor.default_cpu_split()
         opts.server_cpus = opts.server_cpus if opts.server_cpus is not None or remote_server else s_cpus

@@ -86,6 +86,23 @@ def test_the_repo_workload_is_a_sweep_and_a_cores_point_needs_server_cores(tmp_p
         cores.counts(0)
 
 
+def test_the_sweep_stays_on_the_server_cpus_given(tmp_path: Path) -> None:
+    w = _workload(tmp_path)
+    # --server-cpus 0-7 --client-cpus 8-15 on 16 CPUs: 1, 2, 4, 8, never the load generator's CPUs
+    r = _runner(tmp_path, 16, server_cpus=list(range(8)), client_cpus=list(range(8, 16)), split="manual")
+    assert [p.label for p in r.size(w).points] == ["cores=1", "cores=2", "cores=4", "cores=8"]
+    assert not any(r.cpu_overlap(r._sweep_cpus()[:k]) for k in (1, 2, 4, 8))
+    # --server-cpus 0 --client-cpus 1 on 2 CPUs: cores=1 only
+    r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1], split="manual")
+    assert [p.label for p in r.size(w).points] == ["cores=1"]
+    # the harness's own split giving the server 1 CPU of 2: on to the whole machine (cores=2 flagged)
+    r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1], split="auto")
+    assert [p.label for p in r.size(w).points] == ["cores=1", "cores=2"]
+    # an auto split of 16 CPUs giving the server 5: 1, 2, 4, 5 on CPUs 0-4
+    r = _runner(tmp_path, 16, server_cpus=list(range(5)), client_cpus=list(range(5, 16)), split="auto")
+    assert [p.server_cores for p in r.size(w).points] == [1, 2, 4, 5] and r._sweep_cpus() == [0, 1, 2, 3, 4]
+
+
 def test_overlap_on_a_two_cpu_split(tmp_path: Path) -> None:
     r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1])
     assert [r.cpu_overlap(list(range(k))) for k in (1, 2)] == [False, True]
@@ -177,6 +194,8 @@ def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: P
     monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.3")
     monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
     monkeypatch.setattr(runner.Runner, "server_cpus_online", lambda self: [0, 1])
+    # the harness's own split of a 2-CPU machine (one server CPU): the sweep goes on to both, flagged
+    monkeypatch.setattr(runner.supervisor, "default_cpu_split", lambda: ([0], [1]))
     starts = tmp_path / "starts.jsonl"
     probe = ("import json, os; print(json.dumps({'pid': os.getpid(), 'workers': os.environ['WORKERS'], "
              f"'cpus': sorted(os.sched_getaffinity(0))}}), file=open({str(starts)!r}, 'a'))")
@@ -186,7 +205,7 @@ def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: P
     m = catalog.load_catalog(tmp_path / "servers").servers["py-cores"]
     store = Store(tmp_path / "r.db")
     opts = RunOptions(servers=["py-cores"], workloads=["cores"], repeat=1, allow_unverified=True,
-                      ready_timeout=10, server_cpus=[0], client_cpus=[1])
+                      ready_timeout=10)
     res = runner.run_matrix(store, opts, manifests=[m], workloads=[_workload(tmp_path)], fingerprint={"test": True})
     assert (res.status, res.ok, res.failed) == ("finished", 2, 0)
     seen = [json.loads(x) for x in starts.read_text().splitlines()]
