@@ -250,9 +250,12 @@ class Size(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     warmup: str | None = None
+    # the longest warm-up to steady state before a start's first point (warmup.py); the brief
+    # `warmup` above comes before each later point. Default: DEFAULT_STEADY_MAX by size.
+    steady_max: str | None = None
     points: list[Point]
 
-    @field_validator("warmup")
+    @field_validator("warmup", "steady_max")
     @classmethod
     def _check_warmup(cls, v: str | None) -> str | None:
         if v is not None:
@@ -272,12 +275,33 @@ class Size(BaseModel):
     def warmup_seconds(self) -> float:
         return parse_duration(self.warmup) if self.warmup else 0.0
 
+    def steady_max_seconds(self) -> float:
+        return parse_duration(self.steady_max) if self.steady_max else 0.0
+
     def planned_seconds(self) -> float:
         """Warm-up before each point plus each point's planned load time."""
         return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
 
 
+# Overload and soak workloads keep their own shape (a ramp, a long steady load): no steady warm-up.
+NO_STEADY_KINDS = ("overload", "soak")
+DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
+
 Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores"]
+# What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
+# protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
+Feature = Literal["pipelining", "new-connection-per-request"]
+
+
+def point_features(p: Point) -> set[str]:
+    """The features a point's options imply (declared features must be exactly these)."""
+    out: set[str] = set()
+    if p.pipeline is not None and p.pipeline > 1:
+        out.add("pipelining")
+    if not p.keepalive:
+        out.add("new-connection-per-request")
+    return out
+
 # What each kind ranks by, and why that metric fits it (shown with every ranking).
 RANKED_BY: dict[str, tuple[str, str]] = {
     "throughput": ("successful requests/s",
@@ -320,6 +344,7 @@ class Workload(BaseModel):
     quick: Size | None = None
     full: Size | None = None
     includes: list[str] = []
+    features: list[Feature] = []
     file: Path | None = None
 
     @model_validator(mode="after")
@@ -327,19 +352,36 @@ class Workload(BaseModel):
         if self.includes:
             if self.quick or self.full:
                 raise ValueError("a workload with includes has no [quick]/[full] of its own")
+            if self.features:
+                raise ValueError("a workload with includes has no features of its own (its workloads declare theirs)")
         elif self.quick is None or self.full is None:
             raise ValueError("needs both [quick] and [full] sizes (or an includes list)")
         elif self.kind is None:
             raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
         elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
             raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
+        if not self.includes:
+            self._check_features()
         return self
+
+    def _check_features(self) -> None:
+        assert self.quick is not None and self.full is not None
+        used = set().union(*(point_features(p) for p in self.quick.points + self.full.points))
+        declared = set(self.features)
+        if used - declared:
+            raise ValueError(f"its points use {', '.join(sorted(used - declared))} but features does not "
+                             f"say so; set features = {sorted(used | declared)}")
+        if declared - used:
+            raise ValueError(f"features lists {', '.join(sorted(declared - used))}, which no point uses; "
+                             f"set features = {sorted(used)}")
 
     def size(self, full: bool) -> Size:
         """The size to run: `full` when asked, else `quick`."""
         s = self.full if full else self.quick
         if s is None:
             raise WorkloadError(f"workload {self.name!r} only includes others; expand it first")
+        if s.steady_max is None and self.kind not in NO_STEADY_KINDS:
+            s = s.model_copy(update={"steady_max": DEFAULT_STEADY_MAX["full" if full else "quick"]})
         return s
 
 

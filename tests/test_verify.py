@@ -112,6 +112,8 @@ DEFECTS = [
     ("no-date", "date"),
     ("stale-date", "date"),
     ("http10-silent-close", "http10"),
+    ("http10-unannounced", "http10"),
+    ("smuggle", "smuggling"),
 ]
 
 

@@ -232,18 +232,24 @@ def check_http10(ctx: Ctx) -> str:
             expect(resp, what, 200, None, HELLO)
             if resp.framing == "close":
                 raise CheckFailed(f"{what}: close-delimited body on a keep-alive request")
-            if i == 1 and resp.server_will_close:
-                # HTTP/1.0 persistence is optional (RFC 9112 §9.3): declining it is allowed when the
-                # response says so; closing a connection the client was told stays open is not.
+            # An HTTP/1.0 client keeps the connection only when the response says `Connection:
+            # keep-alive` (RFC 9112 §9.3, RFC 1945 practice); without it the client waits for the
+            # close (ab -k hangs). Persistence is optional: declining it (no keep-alive, then close) is fine.
+            if "keep-alive" not in resp.connection_tokens or resp.server_will_close:
                 closed, extra = conn.wait_closed(2.0)
                 if extra or not closed:
-                    raise CheckFailed(f"{what}: the response announced a close, but the server "
+                    said = "announced a close" if "close" in resp.connection_tokens else (
+                        f"did not announce keep-alive (HTTP/{resp.version} response without "
+                        f"Connection: keep-alive, which an HTTP/1.0 client reads as a close)")
+                    raise CheckFailed(f"{what}: the response {said}, but the server "
                                       + ("sent more bytes" if extra else "kept the connection open for 2 s"))
-                return ("1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → close announced "
-                        "and done (HTTP/1.0 persistence declined)")
+                how = "close announced" if "close" in resp.connection_tokens else "no keep-alive announced"
+                return (f"1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → {how}, then closed "
+                        "(HTTP/1.0 persistence declined)")
     finally:
         conn.close()
-    return "1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → 2 requests on 1 connection"
+    return ("1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → announced, 2 requests on "
+            "1 connection")
 
 
 def _json_or_none(b: bytes) -> Any:

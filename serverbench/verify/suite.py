@@ -16,6 +16,7 @@ from .httpcheck import HTTPCheckError
 from .protocol import (check_bad_request, check_connection_close, check_date, check_http10,
                        check_idle_connections, check_keepalive, check_method, check_not_found, check_pipeline,
                        check_split)
+from .smuggling import check_smuggling
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "root": check_root,
@@ -29,6 +30,7 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "not-found": check_not_found,
     "method": check_method,
     "bad-request": check_bad_request,
+    "smuggling": check_smuggling,
     "keepalive": check_keepalive,
     "connection-close": check_connection_close,
     "http10": check_http10,

@@ -1,0 +1,143 @@
+"""What each conformance check protects, and what a row's verdict lets it run.
+
+Three kinds (SPEC.md, "Check kinds"):
+  measurement  a failure corrupts any measurement (wrong bodies, framing, keep-alive, …): the row is
+               refused by every workload, as before (`--allow-unverified` overrides);
+  feature      a failure corrupts only loads that use one feature (pipelining, HTTP/1.0): the row is
+               left out of exactly the workloads and cross-check tools that use it;
+  robustness   input no workload sends (garbled requests, smuggling shapes): a failure is a
+               deviation, shown to the reader, never a reason to leave the row out.
+The kind is looked up by check name when a verdict is read, so verdicts stored before kinds
+existed read the same way (a name not listed here counts as measurement: the safe side).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["measurement", "feature", "robustness"]
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    kind: Kind
+    feature: str | None = None  # the workload feature a feature check protects
+    security: bool = False  # a robustness check whose failure is a security hole
+
+
+MEASUREMENT = CheckKind("measurement")
+KINDS: dict[str, CheckKind] = {
+    **{name: MEASUREMENT for name in (
+        "root", "json", "file", "delay", "delay-cpu", "tenth", "echo", "date", "not-found", "method",
+        "keepalive", "connection-close", "split", "idle-connections", "starts", "sigterm")},
+    "http10": CheckKind("feature", feature="http10"),
+    "pipeline": CheckKind("feature", feature="pipelining"),
+    "bad-request": CheckKind("robustness"),
+    "smuggling": CheckKind("robustness", security=True),
+}
+
+# Every feature a workload (workloads.Feature) or a cross-check tool may use, and the check that
+# protects it. new-connection-per-request is protected by a measurement check: declared so the
+# workload says what it uses, it adds no gate of its own.
+FEATURES: dict[str, tuple[str, str]] = {
+    "pipelining": ("pipeline", "several requests written before the first answer (points with pipeline > 1)"),
+    "new-connection-per-request": ("connection-close", "Connection: close on every request (keepalive = false)"),
+    "http10": ("http10", "HTTP/1.0 requests, kept alive with Connection: keep-alive (the cross-check's ab)"),
+}
+# Cross-check tools that need a feature on every point: ab speaks HTTP/1.0 only.
+TOOL_FEATURES: dict[str, tuple[str, ...]] = {"ab": ("http10",)}
+
+
+def kind_of(check: str) -> CheckKind:
+    return KINDS.get(check, MEASUREMENT)
+
+
+def checks_for(feature: str) -> list[str]:
+    """The feature checks that protect `feature` (measurement checks gate everything anyway)."""
+    return [n for n, k in KINDS.items() if k.kind == "feature" and k.feature == feature]
+
+
+def gated_workloads(check: str, workloads: Iterable[Any]) -> list[str]:
+    """Names of the workloads a failure of `check` keeps a row out of (all of them for measurement)."""
+    k = kind_of(check)
+    if k.kind == "robustness":
+        return []
+    ws = [w for w in workloads if not getattr(w, "includes", None)]
+    if k.kind == "measurement":
+        return [w.name for w in ws]
+    return [w.name for w in ws if k.feature in getattr(w, "features", ())]
+
+
+@dataclass(frozen=True)
+class Failure:
+    check: str
+    detail: str
+    kind: CheckKind
+
+    def line(self) -> str:
+        """One line for the reader: the check's own reason, then the check's name."""
+        first = (self.detail or "failed").splitlines()[0]
+        return f"{first} ({self.check}{', security' if self.kind.security else ''})"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A stored verdict read by kind."""
+
+    refused: list[Failure]  # measurement failures: no workload
+    features: dict[str, Failure]  # feature -> the failed check that protects it
+    deviations: list[Failure]  # robustness and security failures: shown only
+
+    @property
+    def admitted(self) -> bool:
+        return not self.refused
+
+    def not_run_reason(self, features: Iterable[str]) -> str | None:
+        """Why a row that is admitted cannot run a load using `features` (None: it can)."""
+        for f in features:
+            if f in self.features:
+                return f"not run — {self.features[f].line()}"
+        return None
+
+
+def admission(checks: list[dict], passed: bool | None = None) -> Admission:
+    """Sort a verdict's failed checks by kind. `passed` is the stored flag, used only when a
+    verdict holds no checks at all (then a failed one is a refusal without a named check)."""
+    refused: list[Failure] = []
+    features: dict[str, Failure] = {}
+    deviations: list[Failure] = []
+    for c in checks:
+        if c.get("passed") or c.get("skipped"):
+            continue
+        name = str(c.get("name", "?"))
+        f = Failure(name, str(c.get("detail") or ""), kind_of(name))
+        if f.kind.kind == "feature" and f.kind.feature:
+            features.setdefault(f.kind.feature, f)
+        elif f.kind.kind == "robustness":
+            deviations.append(f)
+        else:
+            refused.append(f)
+    if not checks and passed is False:
+        refused.append(Failure("?", "failed verification, no checks stored", MEASUREMENT))
+    return Admission(refused, features, deviations)
+
+
+def workload_features(w: Any, tool: str | None = None) -> list[str]:
+    """What a workload (and, in a cross-check, the tool driving it) uses of a server."""
+    return sorted({*getattr(w, "features", ()), *TOOL_FEATURES.get(tool or "", ())})
+
+
+def reader_lines(a: Admission, workloads: Iterable[Any]) -> list[str]:
+    """One line per deviation and per workload a row cannot run, each with the check's reason."""
+    ws = [w for w in workloads if not getattr(w, "includes", None)]
+    lines = [f"{'security deviation' if f.kind.security else 'deviation'}: {f.line()}" for f in a.deviations]
+    for w in ws:
+        why = a.not_run_reason(workload_features(w))
+        if why is not None:
+            lines.append(f"{w.name}: {why}")
+    for tool, feats in sorted(TOOL_FEATURES.items()):
+        why = a.not_run_reason(feats)
+        if why is not None:
+            lines.append(f"cross-check with {tool}: {why}")
+    return lines
