@@ -76,7 +76,8 @@ def is_built(m: Manifest) -> bool:
     if not m.build.strip():
         return True
     try:
-        return _stamp(m).read_text().strip() == folder_hash(m)
+        lines = _stamp(m).read_text().splitlines()
+        return bool(lines) and lines[0].strip() == folder_hash(m)
     except OSError:
         return False
 
@@ -137,8 +138,9 @@ def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
         secs = time.monotonic() - t0
         if ok:
             paths.STAMPS.mkdir(parents=True, exist_ok=True)
-            # hash after the build: builds may legitimately touch the folder (lock files)
-            _stamp(m).write_text(folder_hash(m) + "\n")
+            # hash after the build: builds may legitimately touch the folder (lock files); the
+            # toolchain's version beside it, for runs on a machine without that toolchain
+            _stamp(m).write_text(folder_hash(m) + "\n" + (avail.version or "") + "\n")
             results.append(BuildResult(m.id, "built", secs, log_path, None))
             if progress:
                 console.print(f"[green]✓[/] {m.id}: built in {secs:.1f} s")

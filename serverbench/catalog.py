@@ -73,7 +73,10 @@ class Manifest(BaseModel):
     build: str = ""
     run: str = Field(min_length=1)
     version: str = Field(min_length=1)
+    # executables the build needs (compilers, package managers); `[install] apt` is build-time too
     requires: list[str] = []
+    # executables a built row needs to run (java, node, python3…); none for a native binary
+    run_requires: list[str] = []
     counter: Literal["shared", "per-process"] = "shared"
     max_connections: int | Literal["workers"] | None = None
     workers: int | None = None

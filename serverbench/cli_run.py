@@ -60,6 +60,9 @@ def run_cmd(
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help="Override every point's duration."),
     server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="CPUs for servers, e.g. 0"),
     client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="CPUs for loadgen, e.g. 1"),
+    split: str = typer.Option("auto", "--split", help="Without --server-cpus/--client-cpus: auto (calibrate "
+                              "the load generator against c-epoll for a few seconds and give the client enough "
+                              "CPUs to drive 1.3× the server's top rate) or half (two halves)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="$WORKERS for every server."),
     server_memory_limit: Optional[str] = typer.Option(
         None, "--server-memory-limit", help="Memory ceiling for each server's process tree, e.g. 512M: "
@@ -100,6 +103,8 @@ def run_cmd(
                         "wait for it or stop that process before resuming")
         result = _measure(store, RunOptions(), resume=resume_id)
         raise typer.Exit(130 if result.status == "interrupted" else 0)
+    if split not in ("auto", "half"):
+        raise fail(f"--split: {split!r} is not auto or half; fix: use one of them (or give --server-cpus)")
     if duration is not None:
         try:
             parse_duration(duration)
@@ -146,7 +151,8 @@ def run_cmd(
                       repeat=repeat or (1 if quick else DEFAULT_REPEAT), duration=duration, full=full,
                       server_cpus=cpus_option(server_cpus, "server"), client_cpus=cpus_option(client_cpus, "client"),
                       allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit,
-                      cluster=cluster, cluster_tls=tls, target=target, server_on_cluster=server_on_cluster)
+                      cluster=cluster, cluster_tls=tls, target=target, server_on_cluster=server_on_cluster,
+                      split=split)
     result = _measure(store, opts, manifests=manifests, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)

@@ -5,9 +5,16 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Literal
 
+from serverbench import paths
 from serverbench.environment import server_env
 from serverbench.catalog import Manifest
+
+# What a step needs: "build" = `requires` on PATH and the [install] apt packages (compilers, headers);
+# "run" = `run_requires` only (a built native binary needs nothing), so built rows run on a machine
+# without their build toolchains (`serverbench bundle`).
+Step = Literal["build", "run"]
 
 VERSION_TIMEOUT_S = 20.0
 # (version command, PATH, cwd) -> (version, problem); toolchains don't change mid-run
@@ -83,18 +90,34 @@ def apt_installed(pkg: str) -> bool:
     return _dpkg_cache[pkg]
 
 
-def check(m: Manifest) -> Availability:
-    """Available = every `requires` executable is on the servers' PATH (.tools/bin first) and every
-    Debian package of `[install] apt` is installed (headers and modules have no executable to find)."""
+def built_version(m: Manifest) -> str | None:
+    """The version line recorded when the row was last built (the build stamp's second line)."""
+    try:
+        lines = (paths.STAMPS / m.id).read_text().splitlines()
+    except OSError:
+        return None
+    return lines[1].strip() or None if len(lines) > 1 else None
+
+
+def check(m: Manifest, step: Step = "build") -> Availability:
+    """Build: every `requires` executable is on the servers' PATH (.tools/bin first) and every Debian
+    package of `[install] apt` is installed (headers and modules have no executable to find).
+    Run: every `run_requires` executable is there; the version is the one recorded at build time
+    (the toolchain that made the binary), else the version command's."""
     env = server_env(m)
-    missing = [r for r in m.requires if shutil.which(r, path=env["PATH"]) is None]
-    missing += [f"apt:{p}" for p in m.install.apt if not apt_installed(p)]
+    needs = m.requires if step == "build" else m.run_requires
+    missing = [r for r in needs if shutil.which(r, path=env["PATH"]) is None]
+    if step == "build":
+        missing += [f"apt:{p}" for p in m.install.apt if not apt_installed(p)]
     if missing:
         return Availability(m.id, False, missing, None, install_hint(m),
-                            f"missing: {', '.join(missing)}")
+                            f"missing{' at run time' if step == 'run' else ''}: {', '.join(missing)}")
+    recorded = built_version(m) if step == "run" else None
+    if recorded:
+        return Availability(m.id, True, [], recorded, None, None)
     version, problem = _version(m, env)
     return Availability(m.id, True, [], version, None, problem)
 
 
-def check_all(ms: list[Manifest]) -> list[Availability]:
-    return [check(m) for m in ms]
+def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
+    return [check(m, step) for m in ms]

@@ -57,7 +57,7 @@ def _server_info(m: Any) -> dict[str, Any]:
                             "version": None}
     try:
         from . import doctor
-        info["version"] = doctor.check(m).version
+        info["version"] = doctor.check(m, "run").version
     except Exception as e:  # a broken toolchain must not stop the fingerprint
         info["version_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
     return info

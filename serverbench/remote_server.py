@@ -76,7 +76,7 @@ class ServerHost:
     def gate(self) -> dict[str, Any]:
         """Toolchain, then build (here, if needed): {'reason': why it cannot run | None, 'hash': folder hash}."""
         from . import build, doctor
-        a = doctor.check(self.m)
+        a = doctor.check(self.m, "run" if build.is_built(self.m) else "build")
         if not a.available:
             hint = f"; {a.install_hint}" if a.install_hint else ""
             return {"reason": f"unavailable on the server machine: {a.reason or 'missing ' + ', '.join(a.missing)}"

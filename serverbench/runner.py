@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, supervisor, timeline
+from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, split, supervisor, timeline
 from . import workloads as wl
 from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
@@ -218,7 +218,7 @@ class _Gate:
     def _reason(self, m: Any) -> str | None:
         if self.remote is not None:
             return self._remote_reason(m)
-        a = doctor.check(m)
+        a = doctor.check(m, "run")
         if not a.available:
             hint = f"; {a.install_hint}" if a.install_hint else ""
             return f"unavailable: {a.reason or 'missing ' + ', '.join(a.missing)}{hint}"
@@ -517,16 +517,11 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         workloads = wl.select(wl.load_workloads(), opts.workloads)
     # a server on another machine gets that machine's default split there (remote_server.py)
     remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
-    if resume is None and (opts.server_cpus is not None or opts.client_cpus is not None):
-        opts.split = "manual"
-    if opts.server_cpus is None or opts.client_cpus is None:
-        s_cpus, c_cpus = supervisor.default_cpu_split()
-        opts.server_cpus = opts.server_cpus if opts.server_cpus is not None or remote_server else s_cpus
-        opts.client_cpus = opts.client_cpus if opts.client_cpus is not None else c_cpus
+    cpu_split = split.settle(opts, remote_server, fresh=resume is None)  # --split auto calibrates here
     if resume is None:
         if fingerprint is None:
             fingerprint = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
-        run_id = store.new_run(fingerprint, opts.to_dict())
+        run_id = store.new_run({**fingerprint, "cpu_split": cpu_split}, opts.to_dict())
     else:
         store.reopen_run(run_id)
     log_dir = paths.LOGS / f"run-{run_id}"

@@ -28,7 +28,7 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
     if server_cpus is None:
         server_cpus = supervisor.default_cpu_split()[0]
     for m in manifests:
-        a = doctor.check(m)
+        a = doctor.check(m, "run")
         if not a.available:
             msg = f"unavailable ({a.reason or 'missing ' + ', '.join(a.missing)})"
             if a.install_hint:
