@@ -16,10 +16,10 @@ from functools import cached_property
 from typing import Any, Iterable, Literal
 
 from hdrh.histogram import HdrHistogram
-from pydantic import BaseModel
 
-from . import cores, overtime, ranking
+from . import cores, overtime, ranking, warmup
 from .aggregate_tools import ToolsCompared, compare_tools
+from .group_figures import GroupFigures
 from .model import CellRecord, ServerProfile
 from .shards import SKEW_WARN_MS, merge_encoded
 from .stats import MIN_EFFECT, NOISE_CV, Stats, noisy, outliers, summarize
@@ -43,88 +43,6 @@ class Warning:
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
-
-
-class GroupFigures(BaseModel):
-    """The aggregated figures of one group: one CSV row, one JSON object, one table row."""
-
-    run_id: int
-    workload: str
-    point: str
-    server: str
-    language: str = ""
-    model: str = ""
-    framework: str = ""
-    runtime: str = ""
-    kind: str = "throughput"
-    ranked_by: str = ""
-    place: int | None = None
-    degraded: bool = False
-    error_share: float | None = None
-    held: bool | None = None
-    target_rate: float | None = None
-    reps_ok: int = 0
-    reps_failed: int = 0
-    rps_median: float | None = None
-    rps_mean: float | None = None
-    rps_stdev: float | None = None
-    rps_min: float | None = None
-    rps_max: float | None = None
-    rps_cv: float | None = None
-    noisy: bool = False
-    capacity_rps: float | None = None
-    responses_rps_median: float | None = None
-    p50_us: float | None = None
-    p90_us: float | None = None
-    p99_us: float | None = None
-    p999_us: float | None = None
-    p9999_us: float | None = None
-    max_us: float | None = None
-    answered_p99_us: float | None = None
-    requests: int = 0
-    due: int | None = None
-    never_sent: int | None = None
-    errors: int = 0
-    timeouts: int = 0
-    errors_connect: int = 0
-    errors_read: int = 0
-    errors_write: int = 0
-    errors_status: int = 0
-    errors_malformed: int = 0
-    cpu_user_s: float | None = None
-    cpu_sys_s: float | None = None
-    cpu_percent: float | None = None
-    cpu_us_per_request: float | None = None
-    cpu_user_us_per_request: float | None = None
-    cpu_sys_us_per_request: float | None = None
-    ctx_switches_per_request: float | None = None
-    rss_per_connection_bytes: float | None = None
-    rss_peak_mib: float | None = None
-    rss_mean_mib: float | None = None
-    threads_peak: float | None = None
-    client_cpu_percent: float | None = None
-    client_saturated: bool = False
-    harness_cpu_percent: float | None = None
-    connections: float | None = None
-    bound: int | None = None
-    missed_sends: int = 0
-    unanswered: int = 0
-    # over time (overtime.py): the overload verdict across repetitions; medians of the cells' figures
-    verdict: str | None = None
-    verdict_reason: str | None = None
-    peak_ok_rps: float | None = None
-    p90_at_peak_us: float | None = None
-    p90_end_us: float | None = None
-    failed_share_after_peak: float | None = None
-    worst_second_p99_us: float | None = None
-    median_second_p99_us: float | None = None
-    second_p99_spread_us: float | None = None
-    server_died_at_s: float | None = None
-    memory_limit_method: str | None = None
-    others_cpu_percent: float | None = None
-    server_cores: int | None = None  # cores sweep (cores.py): the point's server CPU count, and
-    cpu_overlap: bool = False  # whether the load generator shared those CPUs (a flagged figure)
-    warnings: list[str] = []
 
 
 def point_key(label: str) -> tuple:
@@ -159,6 +77,8 @@ class Group:
     bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
     place: int | None = None
     kind: str = "throughput"
+    tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
+    client_bound_group: bool = False  # set by collect(): in its point's client-bound block
 
     # -- plain figures ----------------------------------------------------------------------
     @property
@@ -198,6 +118,18 @@ class Group:
         if self.kind == "overload":
             return self.stat("peak_ok_rps")
         return self.stat("capacity_rps") if self.is_capacity else self.rps
+
+    @property
+    def not_steady(self) -> bool:
+        """Some repetition was measured before its warm-up became steady (warmup.py)."""
+        return warmup.not_steady(self.ok) > 0
+
+    @property
+    def interval(self) -> dict[str, Any]:
+        """The GroupFigures fields of the ranked figure's interval and the point's judgement."""
+        st = ranking.figure_stats(self, self.kind)
+        ci = {"ci_low": st.ci_low, "ci_high": st.ci_high, "ci_level": st.ci_level} if st and st.n > 1 else {}
+        return {**ci, "tied_with_leader": self.tied_with_leader, "client_bound_group": self.client_bound_group}
 
     @property
     def client_saturated(self) -> bool:
@@ -397,7 +329,7 @@ class Group:
         if missed:
             add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
                                            "(connection pool exhausted)")
-        for kind, severity, text in cores.warnings(self.ok, overtime.warnings(self.ok)):
+        for kind, severity, text in [*cores.warnings(self.ok, overtime.warnings(self.ok)), *warmup.warnings(self.ok)]:
             add(kind, severity, text)  # type: ignore[arg-type]
         if self.bad:
             first = self.bad[0]
@@ -443,7 +375,8 @@ class Group:
             threads_peak=self.median("threads_peak"), client_cpu_percent=self.median("client_cpu_percent"),
             client_saturated=self.client_saturated, connections=self.connections, bound=self.bound,
             missed_sends=self.total("missed_sends"), unanswered=self.total("unanswered"),
-            **overtime.figures(self.ok), **cores.figures(self.ok), warnings=[x.text for x in self.warnings])
+            **overtime.figures(self.ok), **cores.figures(self.ok), **warmup.figures(self.ok), **self.interval,
+            warnings=[x.text for x in self.warnings])
 
 
 @dataclass
@@ -508,6 +441,8 @@ class RunResults:
     tools: list[ToolsCompared] = field(default_factory=list)  # cross-check cells (aggregate_tools)
     # the latest `serverbench profile` of each server in the run (cost of ownership; cost.py)
     profiles: dict[str, ServerProfile] = field(default_factory=dict)
+    # each row's verify deviations (robustness/security failures; verify/kinds.py), one line each
+    deviations: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def groups(self) -> list[Group]:
@@ -569,9 +504,12 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         labels = sorted({g.point for g in groups}, key=point_key)
         points = []
         for lbl in labels:
-            ranked = sorted((g for g in groups if g.point == lbl), key=lambda g: ranking.rank_key(g, kind))
-            for i, g in enumerate(x for x in ranked if x.throughput is not None):
-                g.place = i + 1
+            ranked, places = ranking.order([g for g in groups if g.point == lbl], kind)
+            block = ranking.client_block(ranked, kind)
+            for g, place in zip(ranked, places):
+                g.place = place
+                g.client_bound_group = g in block
+                g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
             points.append(PointData(lbl, ranked, kind))
         wl = catalog.get(name)
         out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
@@ -585,6 +523,8 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     run = store.run(run_id)
     results = collect(run_id, store.cells(run_id), normalize(run.fingerprint))
     results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))
+    from .verify.kinds import run_deviations
+    results.deviations = run_deviations(store, sorted({g.server for g in results.groups}), run.finished_at)
     return run, results
 
 

@@ -246,6 +246,14 @@ class CellMetrics(BaseModel):
     calibration_rps: float | None = Field(None, description='rate="N%" points: closed-loop rps measured first')
     warmup_s: float | None = None
     planned_s: float | None = None
+    # warm-up to steady state (warmup.py): one successful rate per second of warm-up load
+    warmup_rates: list[float] | None = Field(None, description="the warm-up's per-second successful rates")
+    warmup_steady: bool | None = Field(None, description="the start's first point: its warm-up met the steady "
+                                                         "rule (False: 'not steady'); None for a brief warm-up")
+    warmup_brief: bool | None = Field(None, description="a later point of a start already warmed: warmed briefly")
+    warmup_steady_s: float | None = Field(None, description="seconds of load from the first request until steady")
+    warmup_first_share: float | None = Field(None, description="the first second's rate ÷ the steady rate")
+    warmup_max_s: float | None = Field(None, description="the warm-up's maximum (the size's steady_max)")
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
     server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
     ready_timeout_s: float | None = None

@@ -8,16 +8,19 @@
   ranked by peak, and a row that crashed past its peak still reached it);
 - soak: rates held before rates not held, clean before degraded, then the worst one-second p99,
   then the spread of the per-second p99s.
-A leader is named only when it is ahead of the next row beyond the repetitions' noise
-(stats.judge); otherwise the verdict says the rows are within noise, or that one repetition
-cannot be judged.
+Rows measured before their rate was steady (warmup.py, `not steady`) rank after the steady ones.
+A leader is named only when no other row is within the repetitions' noise of it (stats.judge: the
+medians' intervals overlap, or the difference is under max(2 × CV, 5 %)); otherwise the verdict
+names the rows tied with it, or says that one repetition cannot be judged. Where two or more rows
+of a throughput table saturated the load generator, they are one block "at least X req/s" (X: the
+lowest of their medians), listed by name, sharing one place: the client's noise does not order them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .stats import IMPROVEMENT, REGRESSION, UNJUDGED, Stats, judge
+from .stats import IMPROVEMENT, REGRESSION, Stats, judge
 from .workloads import RANKED_BY
 
 
@@ -31,6 +34,8 @@ class Group(Protocol):
     degraded: bool
     timeouts: int
     cpu_us_per_request: float | None
+    client_saturated: bool
+    not_steady: bool
 
     def stat(self, key: str) -> Stats | None: ...
 
@@ -42,17 +47,71 @@ def rank_key(g: Group, kind: str) -> tuple:
     t = g.throughput
     if t is None:
         return (1, 0, 0, 0.0, 0.0, 0.0, g.server)
+    return (0, g.not_steady, *_measured_key(g, t, kind))
+
+
+def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
     if kind == "fixed-load":
         cpu = g.cpu_us_per_request
-        return (0, g.held is False, g.degraded, g.latency["p99"] if g.latency["p99"] is not None else INF,
+        return (g.held is False, g.degraded, g.latency["p99"] if g.latency["p99"] is not None else INF,
                 g.timeouts, cpu if cpu is not None else INF, g.server)
     if kind == "capacity" or kind == "overload":
-        return (0, 0, 0, -t.median, 0.0, 0.0, g.server)
+        return (0, 0, -t.median, 0.0, 0.0, g.server)
     if kind == "soak":
         worst, spread = g.stat("worst_second_p99_us"), g.stat("second_p99_spread_us")
-        return (0, g.held is False, g.degraded, worst.median if worst else INF, spread.median if spread else INF,
+        return (g.held is False, g.degraded, worst.median if worst else INF, spread.median if spread else INF,
                 0.0, g.server)
-    return (0, 0, g.degraded, -t.median, 0.0, 0.0, g.server)
+    return (0, g.degraded, -t.median, 0.0, 0.0, g.server)
+
+
+CLIENT_BOUND_KINDS = ("throughput", "sweep", "cores")
+
+
+def client_block(groups: list[Group], kind: str) -> list[Group]:
+    """The rows shown together as "limited by the load generator": ≥ 2 clean, steady rows whose
+    load generator saturated, in a throughput table (empty otherwise)."""
+    if kind not in CLIENT_BOUND_KINDS:
+        return []
+    block = [g for g in groups if g.throughput is not None and g.client_saturated and not g.degraded
+             and not g.not_steady]
+    return block if len(block) >= 2 else []
+
+
+def order(groups: list[Group], kind: str) -> tuple[list[Group], list[int | None]]:
+    """(groups best first, their places): rank_key's order, except that a client-bound block
+    (client_block) sits where its best row would, listed by name, all at one place."""
+    ranked = sorted(groups, key=lambda g: rank_key(g, kind))
+    block = client_block(ranked, kind)
+    if block:
+        at = ranked.index(block[0])
+        rest = [g for g in ranked if g not in block]
+        ranked = rest[:at] + sorted(block, key=lambda g: g.server) + rest[at:]
+    places: list[int | None] = []
+    n = 0
+    for i, g in enumerate(ranked):
+        if g.throughput is None:
+            places.append(None)
+            continue
+        n += 1
+        shared = g in block and i > 0 and ranked[i - 1] in block
+        places.append(places[-1] if shared else n)
+    return ranked, places
+
+
+def figure_stats(g: Group, kind: str) -> Stats | None:
+    """The figure a point's rows are told apart by: p99 for fixed-load and soak, else throughput."""
+    return _p99_stats(g, kind) if kind in ("fixed-load", "soak") else g.throughput
+
+
+def tied(first: Group, other: Group, kind: str) -> bool:
+    """Whether `other` is within the repetitions' noise of `first` (same held/degraded/steady class)."""
+    if (first.held, first.degraded, first.not_steady) != (other.held, other.degraded, other.not_steady) \
+            and kind != "overload":
+        return False
+    a, b = figure_stats(other, kind), figure_stats(first, kind)
+    if a is None or b is None or min(a.n, b.n) < 2:
+        return False
+    return judge(a, b, higher_is_better=kind not in ("fixed-load", "soak"))[2] not in (IMPROVEMENT, REGRESSION)
 
 
 def rank_metric(kind: str) -> tuple[str, str]:
@@ -74,7 +133,8 @@ class Glance:
 
 
 def glance(groups: list[Group], kind: str) -> Glance:
-    """The verdict for one point's ranked groups."""
+    """The verdict for one point's ranked groups: a leader beyond noise, the rows tied with the
+    first, a client-bound block, or why nothing can be judged."""
     metric, why = rank_metric(kind)
     measured = [g for g in groups if g.throughput is not None]
     if not measured:
@@ -82,31 +142,42 @@ def glance(groups: list[Group], kind: str) -> Glance:
     first = measured[0]
     if len(measured) == 1:
         return Glance(metric, why, first, f"{first.server} is the only row measured", False)
+    block = client_block(measured, kind)
+    if block and first in block:
+        floor = min(g.throughput.median for g in block if g.throughput is not None)
+        return Glance(metric, why, first, f"no order at the top: {_names([g.server for g in block])} each served at "
+                                          f"least {floor:,.0f} req/s, limited by the load generator on this machine",
+                      False)
     second = measured[1]
     if kind in ("fixed-load", "soak"):
         if (first.held, first.degraded) != (second.held, second.degraded):
             reason = "held the rate" if first.held and not second.held else "answered without errors"
             return Glance(metric, why, first, f"{first.server} first: it {reason} and {second.server} did not", True)
-        a, b = _p99_stats(second, kind), _p99_stats(first, kind)  # B = the leader: is its p99 lower beyond noise?
+        a, b = _p99_stats(second, kind), _p99_stats(first, kind)
         if a is None or b is None:
             return Glance(metric, why, first, "no latency figures to judge by", False)
-        ratio, _, verdict = judge(a, b, higher_is_better=False)
         lead = (f"worst 1-s p99 {b.median:,.0f} µs vs {a.median:,.0f} µs" if kind == "soak" else
                 f"p99 {first.latency['p99'] or 0:,.0f} µs vs {second.latency['p99'] or 0:,.0f} µs")
     else:
-        if kind not in ("capacity", "overload") and first.degraded != second.degraded:
-            return Glance(metric, why, first, f"{first.server} first: {second.server} had more than 1 % errors", True)
+        if kind not in ("capacity", "overload") and (first.degraded, first.not_steady) != \
+                (second.degraded, second.not_steady):
+            why_not = "had more than 1 % errors" if second.degraded else "was not steady"
+            return Glance(metric, why, first, f"{first.server} first: {second.server} {why_not}", True)
         a, b = second.throughput, first.throughput
         assert a is not None and b is not None
-        ratio, _, verdict = judge(a, b, higher_is_better=True)
         lead = f"{b.median / a.median:.2f}× {second.server}" if a.median else "ahead"
-    if verdict == UNJUDGED:
+    if min(a.n, b.n) < 2:
         return Glance(metric, why, first, f"{first.server} first ({lead}); 1 repetition: not judged against "
                                           "noise — run with --repeat 3", False)
-    if verdict in (IMPROVEMENT, REGRESSION):
+    ties = [g.server for g in measured[1:] if tied(first, g, kind)]
+    if not ties:
         return Glance(metric, why, first, f"{first.server} leads beyond noise ({lead})", True)
-    tied = [first.server, second.server]
-    return Glance(metric, why, first, f"no winner: {' and '.join(tied)} are within noise ({lead})", False)
+    return Glance(metric, why, first, f"no single leader: {_names([first.server, *ties])} are tied "
+                                      f"(their intervals overlap; {lead})", False)
 
 
-__all__ = ["rank_key", "rank_metric", "glance", "Glance"]
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+__all__ = ["rank_key", "rank_metric", "glance", "Glance", "order", "client_block", "tied", "figure_stats"]

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, split, supervisor, timeline
+from . import build, catalog, cores, doctor, memlimit, overload, paths, soak, split, supervisor, timeline, warmup
 from . import workloads as wl
 from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
@@ -28,6 +28,7 @@ from .loadgen import LoadgenError, LoadgenResult, run_loadgen
 from .model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
 from .sampler import Sampler
 from .store import Store, now_iso
+from .verify import kinds
 from .workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 
 # 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
@@ -65,6 +66,16 @@ def _warmup_point(p: Point, warmup: str) -> Point:
     return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
                  keepalive=p.keepalive, duration=warmup, timeout=p.timeout)
+
+
+def _steady_point(p: Point) -> Point:
+    """One second of the load a point's steady warm-up repeats: closed points and open points at a
+    fixed rate as themselves; points whose own load is a shape or a search (sessions, capacity, a
+    calibrated "N%" rate) as the closed-loop calibration load on their path."""
+    if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
+        return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
+                                    "time_limit": None, "stages": None})
+    return _calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
 
 
 def _calibration_point(p: Point) -> Point:
@@ -187,11 +198,15 @@ class _Gate:
         # and verification are judged on the server's machine
         self.remote: tuple[Any, list[int] | None] | None = None
 
-    def reason(self, m: Any) -> str | None:
+    def reason(self, m: Any, w: Workload | None = None, tool: str | None = None) -> str | None:
+        """With a workload (and a cross-check's tool): also a feature check the row failed that the
+        workload uses (verify/kinds.py), with --allow-unverified too."""
         if self.external:  # --target: not built, verified or started here
             return None
         if m.id not in self.cache:
             self.cache[m.id] = self._reason(m)
+        if self.cache[m.id] is None and w is not None:
+            return kinds.not_run(self.store.verdict(m.id), w, tool)
         return self.cache[m.id]
 
     def _remote_reason(self, m: Any) -> str | None:
@@ -210,9 +225,9 @@ class _Gate:
                 return f"cannot be verified on the server machine: {r['problem']}"
             self.store.record_verdict(m.id, r["passed"], r["checks"], r["hash"])
             v = self.store.verdict(m.id)
-        if v is None or not v.passed:
-            failed = [c.get("name", "?") for c in (v.checks if v else []) if not c.get("passed") and not c.get("skipped")]
-            return f"failed verification on the server machine ({', '.join(failed) or 'see checks'})"
+        failed = kinds.refused(v) if v is not None else ["no verdict stored"]
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return f"failed verification on the server machine ({', '.join(failed)})"
         return None
 
     def _reason(self, m: Any) -> str | None:
@@ -229,9 +244,9 @@ class _Gate:
         v = self.store.verdict(m.id)
         if v is None:
             return f"never verified; run `serverbench verify {m.id}` (or pass --allow-unverified)"
-        if not v.passed:
-            failed = [c.get("name", "?") for c in v.checks if not c.get("passed") and not c.get("skipped")]
-            return (f"failed verification ({', '.join(failed) or 'see checks'}); fix it and re-run "
+        failed = kinds.refused(v)
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return (f"failed verification ({', '.join(failed)}); fix it and re-run "
                     f"`serverbench verify {m.id}` (or pass --allow-unverified)")
         if v.folder_hash and v.folder_hash != build.folder_hash(m):
             return f"changed since it was verified; re-run `serverbench verify {m.id}`"
@@ -312,8 +327,13 @@ class Runner:
         return out
 
     def planned_seconds(self, plan: list) -> float:
-        return sum(s.warmup_seconds() + p.planned_seconds()
-                   for _, m, _, s, pts in plan if self.gate.reason(m) is None for p in pts)
+        """An upper bound: every start's warm-up to steady state counted at its maximum."""
+        total = 0.0
+        for _, m, _, s, pts in plan:
+            if self.gate.reason(m) is None:
+                starts = sum(1 for p in pts if p.server_cores is not None) + any(p.server_cores is None for p in pts)
+                total += starts * s.steady_max_seconds() + sum(s.warmup_seconds() + p.planned_seconds() for p in pts)
+        return total
 
     # -- running ----------------------------------------------------------------------------
     def _record(self, cell: CellRecord, advance_s: float) -> None:
@@ -322,7 +342,7 @@ class Runner:
 
     def run(self, plan: list) -> None:
         for rep, m, w, size, todo in plan:
-            reason = self.gate.reason(m)
+            reason = self.gate.reason(m, w)
             if reason is not None:
                 for p in todo:
                     self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
@@ -374,7 +394,7 @@ class Runner:
                 while pending:
                     p = pending[0]
                     self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
-                    cell = self.run_point(srv, m, w, size, p, rep, client_cpus)
+                    cell = self.run_point(srv, m, w, size, p, rep, client_cpus, first=len(pending) == len(todo))
                     for key, value in extra.items():
                         setattr(cell.metrics, key, value)
                     if start_s is not None:
@@ -415,9 +435,26 @@ class Runner:
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
                                      memory_limit=self.memory_limit)
 
+    @staticmethod
+    def _warm_up(w: Workload, size: Size, p: Point, first: bool, lg_run: Any) -> warmup.Warmup | None:
+        """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
+        point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`."""
+        if first and size.steady_max_seconds() > 0 and w.kind not in wl.NO_STEADY_KINDS:
+            one = _steady_point(p)
+
+            def one_second() -> float:
+                s = lg_run(one).report
+                return s.summary.ok / s.duration_s if s.duration_s else 0.0
+            return warmup.warm_to_steady(one_second, size.steady_max_seconds())
+        if not size.warmup:
+            return None
+        report = lg_run(_warmup_point(p, size.warmup)).report
+        return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
+
     def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
-                  client_cpus: list[int] | None) -> CellRecord:
-        """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError."""
+                  client_cpus: list[int] | None, first: bool = True) -> CellRecord:
+        """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError.
+        `first`: the start's first point, warmed to steady state."""
         cell = CellRecord(m.id, w.name, p.label, rep, "ok", started_at=now_iso())
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
@@ -437,13 +474,14 @@ class Runner:
         try:
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} before this point")
-            if size.warmup:
-                try:
-                    lg_run(_warmup_point(p, size.warmup))
-                except LoadgenError as e:
-                    raise LoadgenError(f"warm-up: {e}") from None
-                if not srv.alive():
-                    raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
+            try:
+                warmed = self._warm_up(w, size, p, first, lg_run)
+            except LoadgenError as e:
+                raise LoadgenError(f"warm-up: {e}") from None
+            if warmed is not None:
+                metrics.update(warmed.metrics())
+            if not srv.alive():
+                raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
             sampler = None
             if p.mode == "capacity":
                 sampler = _sampler(srv).start()

@@ -106,7 +106,7 @@ def test_a_run_that_raises_is_failed_and_keeps_its_cells(tmp_path: Path, monkeyp
     wdir = tmp_path / "w"
     wdir.mkdir()
     (wdir / "two.toml").write_text('name = "two"\ndescription = "d"\norigin = "serverbench"\nkind = "throughput"\npath = "/"\n'
-                                   '[quick]\n[[quick.points]]\nlabel = "a"\nconnections = 1\nduration = "200ms"\n'
+                                   '[quick]\nsteady_max = "0s"\n[[quick.points]]\nlabel = "a"\nconnections = 1\nduration = "200ms"\n'
                                    '[[quick.points]]\nlabel = "b"\nconnections = 1\nduration = "200ms"\n'
                                    '[full]\n[[full.points]]\nlabel = "a"\nconnections = 1\nduration = "1s"\n')
     real = runner.run_loadgen

@@ -20,6 +20,7 @@ origin = "serverbench"
 kind = "throughput"
 path = "/"
 [quick]
+steady_max = "0s"  # tests time the brief warm-up; test_runner checks the steady one
 warmup = "200ms"
 [[quick.points]]
 label = "c=1"
@@ -30,10 +31,34 @@ label = "c=2"
 connections = 2
 duration = "300ms"
 [full]
+steady_max = "0s"
 [[full.points]]
 label = "c=1"
 connections = 1
 duration = "10s"
+""",
+    "steady": """
+name = "steady"
+description = "a first point warmed to steady state, a second warmed briefly"
+origin = "serverbench"
+kind = "throughput"
+path = "/"
+[quick]
+steady_max = "4s"
+warmup = "200ms"
+[[quick.points]]
+label = "c=2"
+connections = 2
+duration = "300ms"
+[[quick.points]]
+label = "c=4"
+connections = 4
+duration = "300ms"
+[full]
+[[full.points]]
+label = "c=2"
+connections = 2
+duration = "1s"
 """,
     "half": """
 name = "half"
@@ -41,6 +66,7 @@ description = "open load at 50% of calibrated capacity"
 origin = "serverbench"
 kind = "throughput"
 [quick]
+steady_max = "0s"  # tests time the brief warm-up; test_runner checks the steady one
 [[quick.points]]
 label = "rate=50%"
 mode = "open"
@@ -48,6 +74,7 @@ rate = "50%"
 calibration = "300ms"
 duration = "300ms"
 [full]
+steady_max = "0s"
 [[full.points]]
 label = "rate=50%"
 mode = "open"
@@ -60,6 +87,7 @@ description = "capacity steps"
 origin = "serverbench"
 kind = "throughput"
 [quick]
+steady_max = "0s"  # tests time the brief warm-up; test_runner checks the steady one
 [[quick.points]]
 label = "p99<10ms"
 mode = "capacity"
@@ -69,6 +97,7 @@ max_steps = 5
 step_duration = "200ms"
 p99_limit = "1s"
 [full]
+steady_max = "0s"
 [[full.points]]
 label = "p99<10ms"
 mode = "capacity"
@@ -81,6 +110,7 @@ description = "capacity steps, then bisection"
 origin = "serverbench"
 kind = "throughput"
 [quick]
+steady_max = "0s"  # tests time the brief warm-up; test_runner checks the steady one
 [[quick.points]]
 label = "p99<1s"
 mode = "capacity"
@@ -91,6 +121,7 @@ refine = 2
 step_duration = "200ms"
 p99_limit = "1s"
 [full]
+steady_max = "0s"
 [[full.points]]
 label = "p99<1s"
 mode = "capacity"
@@ -146,7 +177,7 @@ def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
     assert g.rps.n == 2 and g.rps.min <= g.rps.median <= g.rps.max
     # warm-up ran before each measured point, as a separate loadgen run
     calls = runfix.log_lines(env["calls"])
-    assert len(calls) == 8 and [c["argv"][4] for c in calls[:2]] == ["200ms", "300ms"]
+    assert [c["argv"][4] for c in calls] == ["200ms", "300ms"] * 4, [c["argv"][4] for c in calls]
     assert supervisor._LIVE == {}
 
 
@@ -326,3 +357,21 @@ def test_cli_results_export_and_errors(env, tmp_path: Path) -> None:
     assert out.exit_code == 2 and "unknown workload 'nope'; known:" in out.output
     out = cli.invoke(app, ["workloads"])
     assert out.exit_code == 0 and "stressgrid" in out.output
+
+
+def test_first_point_of_a_start_is_warmed_to_steady_state_in_one_second_rounds(env) -> None:
+    from serverbench import warmup
+    res = go(env, ["py-ok"], ["steady"])
+    assert (res.status, res.ok) == ("finished", 2)
+    first, later = env["store"].cells(res.run_id)
+    m = first.metrics
+    assert m.warmup_max_s == 4 and 1 <= len(m.warmup_rates) <= 4 and all(r > 0 for r in m.warmup_rates)
+    # steady exactly when the rule holds on the rates it stored; otherwise it ran to its maximum
+    assert m.warmup_steady is warmup.is_steady(m.warmup_rates)
+    assert m.warmup_steady or len(m.warmup_rates) == 4
+    assert (m.warmup_steady_s == len(m.warmup_rates)) if m.warmup_steady else m.warmup_steady_s is None
+    # the later point of the same start: the brief warm-up, not judged
+    assert later.metrics.warmup_brief is True and later.metrics.warmup_steady is None
+    durations = [c["argv"][4] for c in runfix.log_lines(env["calls"])]
+    rounds = len(m.warmup_rates)
+    assert durations == ["1s"] * rounds + ["300ms", "200ms", "300ms"], durations

@@ -1,0 +1,138 @@
+"""Warm-up to steady state: the rule, the loop that applies it, and its figures across repetitions.
+
+A JIT (the JVM, V8, Mono) on one server core competes with the requests for that core, so a row
+reaches its speed only after seconds of load; a fixed warm-up is too short for the JVM and wasted
+on C. Before a server start's first point the runner loads it with that point's own load in
+one-second rounds (`warm_to_steady`) until the per-second successful rate is steady:
+
+    the last WINDOW (3) seconds are each within ±TOLERANCE (3 %) of their mean, and the last is
+    not more than TOLERANCE above the first of them (no rising trend)
+
+or until the size's `steady_max` (quick 20 s, full 60 s by default) has passed; then the cell is
+`not steady` (flagged in every output, ranked after the steady rows). Later points of the same start
+are warmed briefly (the size's `warmup`). The rates, the time to steady and the first second's
+share of the steady rate are stored with the cell (`CellMetrics.warmup_*`).
+
+This module imports only the results model and the statistics (the aggregation reads `figures`).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+WINDOW = 3
+TOLERANCE = 0.03
+ROUND_S = 1.0  # one loadgen run per second of warm-up: its successful rate is one sample
+
+
+def is_steady(rates: Sequence[float], window: int = WINDOW, tolerance: float = TOLERANCE) -> bool:
+    """Whether the last `window` per-second rates are steady (module docstring's rule)."""
+    if len(rates) < window:
+        return False
+    last = [float(r) for r in rates[-window:]]
+    mean = statistics.fmean(last)
+    if mean <= 0:
+        return all(r == 0 for r in last)  # a server that answers nothing is steadily doing so
+    within = all(abs(r - mean) <= tolerance * mean for r in last)
+    rising = last[-1] - last[0] > tolerance * mean
+    return within and not rising
+
+
+@dataclass
+class Warmup:
+    """What one warm-up did: its per-second successful rates and whether and when it became steady."""
+
+    rates: list[float] = field(default_factory=list)
+    steady: bool = False
+    brief: bool = False  # a later point of a start that was already warmed to steady state
+    max_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def steady_after_s(self) -> float | None:
+        """Seconds of load from the first request until the rule held (None when it never did)."""
+        return float(len(self.rates)) if self.steady and not self.brief else None
+
+    @property
+    def steady_rate(self) -> float | None:
+        if not self.rates:
+            return None
+        return statistics.fmean(self.rates[-WINDOW:])
+
+    @property
+    def first_share(self) -> float | None:
+        """The first second's rate as a share of the steady rate (how cold a fresh start is)."""
+        steady = self.steady_rate
+        if not self.steady or self.brief or not steady:
+            return None
+        return self.rates[0] / steady
+
+    def metrics(self) -> dict[str, Any]:
+        """The CellMetrics fields of this warm-up."""
+        return {"warmup_rates": [round(r, 1) for r in self.rates], "warmup_steady": None if self.brief else self.steady,
+                "warmup_brief": self.brief, "warmup_steady_s": self.steady_after_s,
+                "warmup_first_share": None if self.first_share is None else round(self.first_share, 3),
+                "warmup_max_s": self.max_s or None}
+
+
+def warm_to_steady(one_second: Callable[[], float], max_s: float, *,
+                   clock: Callable[[], float] = time.monotonic) -> Warmup:
+    """Call `one_second()` (a one-second load returning its successful rate) until the rates are
+    steady or `max_s` seconds of warm-up have run. Errors from `one_second` propagate."""
+    w = Warmup(max_s=max_s)
+    t0 = clock()
+    while len(w.rates) * ROUND_S < max_s:
+        w.rates.append(float(one_second()))
+        if is_steady(w.rates):
+            w.steady = True
+            break
+    w.wall_s = clock() - t0
+    return w
+
+
+def brief(rates: list[float], seconds: float) -> Warmup:
+    """A later point's short warm-up (the size's `warmup`): its per-second rates, not judged."""
+    return Warmup(rates=rates, steady=True, brief=True, max_s=seconds)
+
+
+# -- across repetitions (the aggregation reads these, like overtime.figures) -----------------
+def _cells_warmed(cells: list[Any]) -> list[Any]:
+    return [c for c in cells if c.metrics.warmup_steady is not None]
+
+
+def not_steady(cells: list[Any]) -> int:
+    """How many of the cells' warm-ups reached their maximum without becoming steady."""
+    return sum(1 for c in _cells_warmed(cells) if c.metrics.warmup_steady is False)
+
+
+def figures(cells: list[Any]) -> dict[str, Any]:
+    """GroupFigures fields: medians over the repetitions that were warmed to steady state."""
+    warmed = _cells_warmed(cells)
+    steady_s = [c.metrics.warmup_steady_s for c in warmed if c.metrics.warmup_steady_s is not None]
+    shares = [c.metrics.warmup_first_share for c in warmed if c.metrics.warmup_first_share is not None]
+    return {"steady_s": statistics.median(steady_s) if steady_s else None,
+            "first_second_share": statistics.median(shares) if shares else None,
+            "not_steady": not_steady(cells),
+            "warmup_max_s": max((c.metrics.warmup_max_s or 0 for c in warmed), default=None) or None}
+
+
+def warnings(cells: list[Any]) -> list[tuple[str, str, str]]:
+    """(kind, severity, text) for the group: repetitions measured before their rate was steady."""
+    n = not_steady(cells)
+    if not n:
+        return []
+    top = max(c.metrics.warmup_max_s or 0 for c in _cells_warmed(cells))
+    return [("not-steady", "error",
+             f"not steady — {n} of {len(cells)} repetition{'s' if len(cells) != 1 else ''} still changing rate "
+             f"after the {top:g} s warm-up maximum; measured anyway and ranked after the steady rows")]
+
+
+def curve(cell: Any) -> list[float]:
+    """The warm-up rates of one cell (one value per second), for the warm-up chart."""
+    return list(cell.metrics.warmup_rates or [])
+
+
+__all__ = ["WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures", "warnings",
+           "not_steady", "curve"]

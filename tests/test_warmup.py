@@ -1,0 +1,62 @@
+"""The steady-state rule and the warm-up loop (warmup.py), with made-up rates and a made-up clock."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from serverbench import warmup
+from serverbench.model import CellMetrics
+
+
+@pytest.mark.parametrize("rates, steady", [
+    ([100, 100, 100], True),
+    ([50, 100, 101, 99], True),           # a cold first second does not matter once the last 3 agree
+    ([97, 100, 103], False),              # inside the ±3 % band, but rising by 6 % of the mean
+    ([100, 100], False),                  # too few seconds to judge
+    ([90, 100, 110], False),              # ±10 %: not steady
+    ([0, 0, 0], True),                    # a server that answers nothing, steadily
+    ([0, 0, 10], False),
+])
+def test_steady_rule(rates, steady) -> None:
+    assert warmup.is_steady(rates) is steady
+
+
+def test_rising_trend_inside_the_band_is_not_steady() -> None:
+    assert warmup.is_steady([98, 99.5, 101.5]) is False  # +3.5 % over the window
+    assert warmup.is_steady([101.5, 99.5, 98]) is True    # falling slowly is not warming up
+
+
+def test_warm_to_steady_stops_when_steady_and_records_the_rates() -> None:
+    # a JIT-like server: slow at first, then flat
+    rates = iter([20_000, 40_000, 80_000, 100_000, 101_000, 100_500, 99_000, 1, 1])
+    w = warmup.warm_to_steady(lambda: next(rates), max_s=20)
+    assert w.rates == [20_000, 40_000, 80_000, 100_000, 101_000, 100_500]
+    assert w.steady and w.steady_after_s == 6.0
+    assert w.first_share == pytest.approx(20_000 / ((100_000 + 101_000 + 100_500) / 3))
+    m = CellMetrics.model_validate(w.metrics())
+    assert m.warmup_steady is True and m.warmup_steady_s == 6.0 and m.warmup_rates[0] == 20_000
+
+
+def test_warm_to_steady_gives_up_at_its_maximum_and_says_not_steady() -> None:
+    n = iter(range(1, 100))
+    w = warmup.warm_to_steady(lambda: 1000.0 * next(n), max_s=5)  # always rising
+    assert len(w.rates) == 5 and not w.steady
+    assert w.steady_after_s is None and w.first_share is None
+    assert w.metrics()["warmup_steady"] is False
+
+
+def _cell(**metrics):
+    return SimpleNamespace(metrics=CellMetrics.model_validate(metrics))
+
+
+def test_figures_and_not_steady_warning_across_repetitions() -> None:
+    cells = [_cell(warmup_steady=True, warmup_steady_s=4.0, warmup_first_share=0.5, warmup_max_s=20.0),
+             _cell(warmup_steady=True, warmup_steady_s=8.0, warmup_first_share=0.7, warmup_max_s=20.0),
+             _cell(warmup_steady=False, warmup_max_s=20.0)]
+    f = warmup.figures(cells)
+    assert f == {"steady_s": 6.0, "first_second_share": 0.6, "not_steady": 1, "warmup_max_s": 20.0}
+    (kind, severity, text), = warmup.warnings(cells)
+    assert kind == "not-steady" and severity == "error" and "1 of 3 repetitions" in text and "20 s" in text
+    # brief warm-ups (later points of a start) are neither steady nor not steady
+    assert warmup.warnings([_cell(warmup_brief=True, warmup_rates=[5.0])]) == []
