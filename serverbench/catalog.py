@@ -43,6 +43,7 @@ class Install(BaseModel):
 
 PipelinedWrites = Literal["coalesced", "per-response"]
 FileRead = Literal["blocking", "async"]
+NoDelay = Literal["on", "off"]
 
 
 class Choices(BaseModel):
@@ -54,6 +55,9 @@ class Choices(BaseModel):
     pipelined_writes: PipelinedWrites
     # /file: a blocking read on the thread serving the connection, or async/offloaded I/O.
     file_read: FileRead
+    # TCP_NODELAY on accepted connections: off lets Nagle hold a response's second write until
+    # the client's delayed ACK (~40 ms on Linux). Required: a row that omits it cannot be read.
+    nodelay: NoDelay
 
 
 class Manifest(BaseModel):
@@ -84,6 +88,9 @@ class Manifest(BaseModel):
     install: Install = Install()
     # Optional `[choices]` table (SPEC.md, "Choices"); None when a row does not declare it.
     choices: Choices | None = None
+    # Why this row's figures look as they do where a reader would suspect a defect (the GIL, an
+    # interpreter, a stack's default); quoted by the CPU outlier rule (outliers.py) and the report.
+    explanation: str = ""
     # Folders (relative to this one, e.g. "../_shared/x") whose code this server compiles or
     # loads too: sibling rows of one language share code there instead of copying it. Their
     # files count in the build-cache hash.

@@ -25,12 +25,13 @@ def test_valid_manifest_loads_with_defaults(servers_root: Path) -> None:
 
 
 def test_choices_table_is_optional_and_validated(servers_root: Path) -> None:
-    write_manifest(servers_root, "with", choices={"pipelined_writes": "per-response", "file_read": "blocking"})
+    write_manifest(servers_root, "with", choices={"pipelined_writes": "per-response", "file_read": "blocking",
+                                                  "nodelay": "off"})
     write_manifest(servers_root, "without")
     cat = load_catalog(servers_root)
     assert cat.errors == []
     ch = cat.servers["with"].choices
-    assert ch is not None and (ch.pipelined_writes, ch.file_read) == ("per-response", "blocking")
+    assert ch is not None and (ch.pipelined_writes, ch.file_read, ch.nodelay) == ("per-response", "blocking", "off")
     assert cat.servers["without"].choices is None
 
 
@@ -56,11 +57,15 @@ def test_bound_int_and_unbounded(servers_root: Path) -> None:
     ({"counter": "global"}, "field 'counter': 'global'", "fix: use one of them"),
     ({"requires": "cargo"}, "field 'requires'", "fix: use a list"),
     ({"run": ""}, "field 'run'", "fix: give it a non-empty value"),
-    ({"choices": {"pipelined_writes": "batched", "file_read": "async"}},
+    ({"choices": {"pipelined_writes": "batched", "file_read": "async", "nodelay": "on"}},
      "field 'choices.pipelined_writes': 'batched' is not 'coalesced' or 'per-response'", "fix: use one of them"),
-    ({"choices": {"pipelined_writes": "coalesced"}}, "field 'choices.file_read': missing",
+    ({"choices": {"pipelined_writes": "coalesced", "nodelay": "on"}}, "field 'choices.file_read': missing",
      "fix: add file_read = ... under [choices]"),
-    ({"choices": {"pipelined_writes": "coalesced", "file_read": "async", "gzip": "no"}},
+    ({"choices": {"pipelined_writes": "coalesced", "file_read": "async"}}, "field 'choices.nodelay': missing",
+     "fix: add nodelay = ... under [choices]"),
+    ({"choices": {"pipelined_writes": "coalesced", "file_read": "async", "nodelay": "yes"}},
+     "field 'choices.nodelay': 'yes' is not 'on' or 'off'", "fix: use one of them"),
+    ({"choices": {"pipelined_writes": "coalesced", "file_read": "async", "nodelay": "on", "gzip": "no"}},
      "field 'choices.gzip': unknown field", "fix: remove it"),
     ({"choices": "coalesced"}, "field 'choices'", "fix: use a table"),
 ])
@@ -132,3 +137,12 @@ def test_repo_catalog_loads_cleanly() -> None:
     cat = load_catalog(paths.SERVERS)
     bad = [e for e in cat.errors if "no server.toml" not in e]  # folders being written now
     assert bad == []
+
+
+def test_every_row_declares_its_choices_and_nodelay() -> None:
+    """SPEC.md, Choices: every real row says whether it disables Nagle (and the other choices)."""
+    cat = load_catalog(paths.SERVERS)
+    undeclared = sorted(sid for sid, m in cat.servers.items() if m.choices is None)
+    assert undeclared == [], f"rows without a [choices] table (nodelay included): {undeclared}"
+    broken_nodelay = [e for e in cat.errors if "choices.nodelay" in e]
+    assert broken_nodelay == []

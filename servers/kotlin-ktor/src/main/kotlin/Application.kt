@@ -6,8 +6,10 @@ import io.ktor.server.application.Application
 import io.ktor.server.application.ApplicationCall
 import io.ktor.server.application.ServerReady
 import io.ktor.server.application.install
-import io.ktor.server.cio.CIO
+import io.ktor.server.engine.applicationEnvironment
+import io.ktor.server.engine.connector
 import io.ktor.server.engine.embeddedServer
+import io.ktor.server.netty.Netty
 import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
 import io.ktor.server.plugins.defaultheaders.DefaultHeaders
 import io.ktor.server.request.contentLength
@@ -29,10 +31,9 @@ import kotlinx.coroutines.delay
 import kotlinx.io.readByteArray
 import kotlinx.serialization.Serializable
 
-// kotlin-ktor: Ktor's CIO engine. Every connection and every call is a coroutine on
-// kotlinx.coroutines' Dispatchers.IO (a work-stealing scheduler whose parallelism
-// the CPU mask governs: CIO has no working parallelism knob, see server.toml); /delay and
-// /tenth suspend with delay().
+// kotlin-ktor: Ktor on its Netty engine (the engine Ktor's project generator picks). Netty event
+// loops accept and parse; calls run as coroutines on Ktor's call group. Group sizes follow Ktor's
+// own defaults with $WORKERS in place of the CPU count; /delay and /tenth suspend with delay().
 
 @Serializable
 data class Message(val message: String)
@@ -48,9 +49,16 @@ fun main() {
     val host = env("HOST", "127.0.0.1")
     val port = env("PORT", "8080").toInt()
     val helloFile = File(env("HELLO_FILE", "../../assets/hello.html"))
-    val server = embeddedServer(CIO, port = port, host = host) { module(helloFile) }
+    val workers = env("WORKERS", Runtime.getRuntime().availableProcessors().toString()).toInt()
+    val server = embeddedServer(Netty, applicationEnvironment(), configure = {
+        connector { this.host = host; this.port = port }
+        // Ktor's defaults for N CPUs (NettyApplicationEngine.Configuration), N = $WORKERS
+        connectionGroupSize = workers / 2 + 1
+        workerGroupSize = workers / 2 + 1
+        callGroupSize = workers
+    }) { module(helloFile) }
     server.monitor.subscribe(ServerReady) {
-        println("kotlin-ktor listening on $host:$port (CIO on Dispatchers.IO)")
+        println("kotlin-ktor listening on $host:$port (Netty engine, $workers workers)")
     }
     try {
         server.start(wait = true)
@@ -85,7 +93,7 @@ fun Application.module(helloFile: File) {
             call.respond(Message("Hello, World!"))
         }
         get("/file") {
-            // from disk on every request (we are on Dispatchers.IO, where blocking reads belong)
+            // from disk on every request, a blocking read on the call group's thread
             call.respondBytes(helloFile.readBytes(), ContentType.Text.Html)
         }
         get("/delay") {
@@ -103,7 +111,7 @@ fun Application.module(helloFile: File) {
         }
         post("/echo") {
             if ((call.request.contentLength() ?: 0) > MAX_BODY) return@post call.tooLarge()
-            // Content-Length or chunked (decoded by CIO): read at most one byte past the limit
+            // Content-Length or chunked (decoded by Netty's HttpServerCodec): read at most one byte past the limit
             val body = call.receiveChannel().readRemaining(MAX_BODY + 1L).readByteArray()
             if (body.size > MAX_BODY) return@post call.tooLarge()
             call.respondBytes(body, ContentType.Application.OctetStream)
