@@ -239,6 +239,34 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     return _layout(fig, f"{wl.name}: concurrency sweep", height=740, margin={"t": 80})
 
 
+def scaling_chart(lines: list[Any], styles: Styles, title: str) -> go.Figure:
+    """Req/s against server cores, both axes logarithmic (x at 1, 2, 4 …), one line per row (cores_section.Line:
+    server, model, points of (cores, req/s, shared CPU)); a grey dotted line shows linear scaling from the
+    fastest 1-core figure: on log axes every perfectly scaling row runs parallel to it. Counts at which the
+    server shared a CPU with the load generator are drawn as open crosses."""
+    fig = go.Figure()
+    for ln in lines:
+        ks = [k for k, _, _ in ln.points]
+        fig.add_scatter(x=ks, y=[r for _, r, _ in ln.points], mode="lines+markers", name=ln.server,
+                        line=styles.line(ln.server),
+                        marker={"symbol": ["x-open" if o else "circle" for _, _, o in ln.points], "size": 8},
+                        customdata=[" (shared a CPU with the load generator)" if o else "" for _, _, o in ln.points],
+                        hovertemplate=f"{ln.server}: %{{y:,.0f}} req/s at %{{x}} cores%{{customdata}}"
+                                      f"<extra>{ln.model}</extra>")
+    ks = sorted({k for ln in lines for k, _, _ in ln.points})
+    ones = [(r, ln.server) for ln in lines for k, r, _ in ln.points if k == 1]
+    ys = [r for ln in lines for _, r, _ in ln.points]
+    if ones and len(ks) > 1:
+        base, who = max(ones)
+        ys += [base * k for k in ks]
+        fig.add_scatter(x=ks, y=[base * k for k in ks], mode="lines", name=f"linear (×k from {who} at 1 core)",
+                        line={"color": "#999999", "dash": "dot", "width": 1.5}, hoverinfo="skip")
+    if ks:
+        fig.update_xaxes(type="log", title_text="server cores", tickvals=ks, ticktext=[str(k) for k in ks])
+    fig.update_yaxes(type="log", title_text="successful requests/s", **log_ticks(ys, _si))
+    return _layout(fig, title, height=520)
+
+
 def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     """Achieved rate against p99 for every step, with the p99 limit; the last held step is the capacity."""
     fig = go.Figure()

@@ -82,7 +82,7 @@ def scaling(wl: WorkloadData) -> Scaling:
 
 def _intro(at: int | None, shared: set[int], clean: list[int]) -> str:
     text = ("Successful requests/s (median of the repetitions) at each server core count; each count is its own "
-            "server start, pinned to the first k CPUs of the server machine with $WORKERS = k.")
+            "server start, pinned to the first k of the server's CPUs with $WORKERS = k.")
     if at is None:
         return text + " No count was measured."
     if clean:
@@ -101,4 +101,62 @@ def _intro(at: int | None, shared: set[int], clean: list[int]) -> str:
     return text
 
 
-__all__ = ["KIND", "Scaling", "scaling", "point_cores"]
+@dataclass(frozen=True)
+class Line:
+    """One row's figures across the counts, for the scaling chart: (cores, req/s median, shared a CPU)."""
+    server: str
+    model: str
+    points: list[tuple[int, float, bool]]
+
+
+def lines(wl: WorkloadData) -> list[Line]:
+    """Each server's measured req/s at each core count, servers in the scaling table's order."""
+    pts = sorted(((k, pt) for pt in wl.points if (k := point_cores(pt)) is not None), key=lambda x: x[0])
+    order = [r[1].removesuffix(f" {MARK}") for r in scaling(wl).rows]
+    out = []
+    for s in order:
+        got = [(k, g.throughput.median, _overlapped(pt)) for k, pt in pts for g in pt.groups
+               if g.server == s and g.throughput is not None]
+        model = next((g.model for g in wl.groups if g.server == s), "")
+        if got:
+            out.append(Line(s, model, got))
+    return out
+
+
+def model_note(model: str) -> str | None:
+    """The note on a concurrency model, from the model-notes data module where the tree has one
+    (`serverbench.model_notes`: a `note(model)` function or a `NOTES` dict); None without it."""
+    import importlib
+    try:
+        mod = importlib.import_module("serverbench.model_notes")
+    except ImportError:
+        return None
+    fn = getattr(mod, "note", None)
+    if callable(fn):
+        return fn(model)
+    notes = getattr(mod, "NOTES", None)
+    return notes.get(model) if isinstance(notes, dict) else None
+
+
+def per_core(wl: WorkloadData) -> Scaling:
+    """Req/s per server core at each count (req/s ÷ cores: flat = linear scaling, falling = less), with
+    each model's note where the tree has model notes."""
+    ls = lines(wl)
+    ks = sorted({k for ln in ls for k, _, _ in ln.points})
+    shared = {k for ln in ls for k, _, o in ln.points if o}
+    notes = {ln.model: model_note(ln.model) for ln in ls}
+    with_notes = any(notes.values())
+    rows = []
+    for ln in ls:
+        by_k = {k: (rps, o) for k, rps, o in ln.points}
+        cells = [fmt_num(by_k[k][0] / k) + (f" {MARK}" if by_k[k][1] else "") if k in by_k else "—" for k in ks]
+        rows.append([ln.server, ln.model] + cells + ([notes[ln.model] or ""] if with_notes else []))
+    headers = (["server", "model"] + [f"{k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k in ks]
+               + (["model note"] if with_notes else []))
+    intro = ("Requests/s per server core at each count (req/s at k cores ÷ k): a row that scales linearly keeps its figure "
+             "across the counts; one that falls uses each added core less (a single loop, a lock, a runtime "
+             "that does not spread).")
+    return Scaling(intro, headers, rows, max(ks) if ks else None)
+
+
+__all__ = ["KIND", "MARK", "Line", "Scaling", "scaling", "point_cores", "lines", "per_core", "model_note"]

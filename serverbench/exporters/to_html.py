@@ -16,7 +16,7 @@ from plotly.offline import get_plotlyjs
 
 from ..aggregate import Group, PointData, RunResults, Warning, WorkloadData
 from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color,
-                      p99_chart, representative_timeline, resources_chart, sweep_chart, throughput_chart,
+                      p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from . import tools_section
 from . import cores_section, overtime_section, placement
@@ -268,6 +268,12 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         page.heading(3, f"{wl.name} · scaling", toc=False)
         page.add(f'<p class="desc">{esc(sc.intro)}</p>'
                  + table(sc.headers, [[esc(c) for c in r] for r in sc.rows], numeric_from=3))
+        pc = cores_section.per_core(wl)
+        page.chart(scaling_chart(cores_section.lines(wl), styles, f"{wl.name}: requests/s against server cores"),
+                   f'<p class="desc">{esc(pc.intro)}</p>'
+                   + table(pc.headers, [[esc(c) for c in r] for r in pc.rows], numeric_from=2),
+                   "Both axes logarithmic: a row that scales linearly runs parallel to the dotted line; "
+                   f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load generator.")
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "

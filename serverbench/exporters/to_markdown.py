@@ -102,7 +102,11 @@ def _scaling(wl: Any) -> list[str]:
     sc = cores_section.scaling(wl)
     lines = ["### scaling", "", sc.intro, "", "| " + " | ".join(sc.headers) + " |",
              "|" + "|".join("---" for _ in sc.headers) + "|"]
-    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in sc.rows] + [""]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in sc.rows] + [""]
+    pc = cores_section.per_core(wl)
+    lines += ["### requests/s per core", "", pc.intro, "", "| " + " | ".join(pc.headers) + " |",
+              "|" + "|".join("---" for _ in pc.headers) + "|"]
+    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in pc.rows] + [""]
 
 
 def render(run: Any, results: RunResults) -> bytes:
