@@ -98,7 +98,8 @@ def _ms(us: float | None) -> float | None:
 
 # -- per-point charts ----------------------------------------------------------------------------
 def throughput_chart(pt: PointData, title: str) -> go.Figure:
-    """Median bar per server, whiskers min–max over repetitions; one trace (legend entry) per model."""
+    """Median bar per server, whiskers the median's interval over repetitions (stats.median_ci: the
+    min–max range up to 5 repetitions); one trace (legend entry) per model."""
     ranked = pt.measured
     fig = go.Figure()
     for model in dict.fromkeys(g.model for g in ranked):
@@ -106,13 +107,13 @@ def throughput_chart(pt: PointData, title: str) -> go.Figure:
         ts = [g.throughput for g in gs]
         fig.add_bar(name=model, x=[g.server for g in gs], y=[t.median for t in ts],
                     marker_color=model_color(model), legendgroup=model,
-                    error_y={"type": "data", "symmetric": False, "array": [t.max - t.median for t in ts],
-                             "arrayminus": [t.median - t.min for t in ts], "thickness": 1.5, "width": 6,
+                    error_y={"type": "data", "symmetric": False, "array": [t.ci_high - t.median for t in ts],
+                             "arrayminus": [t.median - t.ci_low for t in ts], "thickness": 1.5, "width": 6,
                              "color": "#333"},
                     text=[f"{t.median:,.0f}" for t in ts], textposition="inside", insidetextanchor="end",
-                    customdata=[[t.min, t.max, t.n] for t in ts],
-                    hovertemplate="%{x}: %{y:,.0f} req/s<br>min %{customdata[0]:,.0f} – max "
-                                  "%{customdata[1]:,.0f} (%{customdata[2]} reps)<extra></extra>")
+                    customdata=[[t.ci_low, t.ci_high, t.n, t.ci_level * 100] for t in ts],
+                    hovertemplate="%{x}: %{y:,.0f} req/s<br>interval %{customdata[0]:,.0f} – "
+                                  "%{customdata[1]:,.0f} (%{customdata[2]} reps, %{customdata[3]:.0f} %)<extra></extra>")
     return _layout(fig, title, yaxis_title="requests/s", legend_title_text="model",
                    xaxis={"categoryorder": "array", "categoryarray": [g.server for g in ranked]})
 

@@ -19,8 +19,8 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart,
                       timeline_chart, timeline_rates)
 from . import tools_section
-from . import cores_section, overtime_section, placement
-from .to_markdown import errors_cell, rate_cell
+from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from .to_markdown import errors_cell, interval_cell, rate_cell
 from ..timecharts import over_time_chart
 from .. import cost
 from ..cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
@@ -43,7 +43,15 @@ def table(headers: list[str], rows: list[list[Any]], numeric_from: int = 1, cls:
 def _srv(g: Group) -> str:
     dot = f'<span class="dot" style="background:{model_color(g.model)}"></span>'
     flag = ' <span class="flag" title="see warnings">⚠</span>' if g.warnings else ""
-    return f"{dot}{esc(g.server)}{flag}"
+    return f"{dot}{esc(g.server)}{flag}{_dev_mark(g.server, g.deviations)}"
+
+
+def _dev_mark(server: str, deviations: list[str]) -> str:
+    """A mark beside a row with verify deviations, linking to them."""
+    if not deviations:
+        return ""
+    return (f' <a class="flag" href="#{verdict_section.anchor(server)}" '
+            f'title="{esc("; ".join(deviations))}">†</a>')
 
 
 def warnings_html(warns: list[tuple[str, Warning]]) -> str:
@@ -59,19 +67,21 @@ def throughput_table(pt: PointData, capacity: bool) -> str:
     rows = []
     for g in pt.measured:
         t = g.throughput
-        rows.append([str(g.place), _srv(g), esc(g.model), esc(rate_cell(g)), fmt_num(t.min), fmt_num(t.max),
-                     f"{t.cv:.1%}" if t.n > 1 else "—", esc(errors_cell(g)),
+        rows.append([str(g.place), _srv(g), esc(g.model), esc(rate_cell(g)), esc(interval_cell(g)), fmt_num(t.min),
+                     fmt_num(t.max), f"{t.cv:.1%}" if t.n > 1 else "—", esc(errors_cell(g)),
                      f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
     what = "capacity req/s" if capacity else "successful req/s"
-    return table(["#", "server", "model", f"{what} median", "min", "max", "CV", "errors", "reps"], rows,
-                 numeric_from=3)
+    return table(["#", "server", "model", f"{what} median", "interval (coverage)", "min", "max", "CV", "errors",
+                  "reps"], rows, numeric_from=3)
 
 
 def fixed_load_table(pt: PointData) -> str:
-    rows = [[str(g.place), _srv(g), esc(g.model), fmt_us(g.latency["p99"]), fmt_us(g.answered_p99_us),
+    rows = [[str(g.place), _srv(g), esc(g.model), fmt_us(g.latency["p99"]), esc(interval_cell(g)),
+             fmt_us(g.answered_p99_us),
              fmt_num(g.timeouts), fmt_num(g.cpu_us_per_request, 1), esc(rate_cell(g)), esc(errors_cell(g))]
             for g in pt.measured]
-    return table(["#", "server", "model", "p99 (all due)", "p99 (answered only)", "timeouts", "CPU µs/request",
+    return table(["#", "server", "model", "p99 (all due)", "interval (coverage)", "p99 (answered only)", "timeouts",
+                  "CPU µs/request",
                   "successful req/s", "errors"], rows, numeric_from=3)
 
 
@@ -291,6 +301,21 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
             page.chart(timeline_chart(wl, pt, styles), timeline_table(pt),
                        "From the loadgen's per-second timeline of the median repetition.")
         _point_section(page, wl, pt, styles, note)
+        left_out = verdict_section.not_run(pt)
+        if left_out:
+            page.add('<p class="muted">Not run here:</p><ul>' + "".join(f"<li>{esc(x)}</li>" for x in left_out)
+                     + "</ul>")
+
+
+def _deviations(page: Page, results: RunResults) -> None:
+    """Each row's verify deviations, where the rows' † marks link."""
+    if not results.deviations:
+        return
+    page.heading(2, "Deviations")
+    items = "".join(f'<li id="{verdict_section.anchor(sid)}"><b>{esc(sid)}</b><ul>'
+                    + "".join(f"<li>{esc(d)}</li>" for d in devs) + "</ul></li>"
+                    for sid, devs in sorted(results.deviations.items()))
+    page.add(f'<p class="desc">{esc(verdict_section.INTRO)}</p><ul>{items}</ul>')
 
 
 def _environment(run: Any, results: RunResults) -> str:
@@ -304,11 +329,13 @@ def _environment(run: Any, results: RunResults) -> str:
         ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),
         ("run", f"#{run.id} · {run.status} · started {run.started_at or '?'} · finished {run.finished_at or '—'}"),
-        ("options", ", ".join(f"{k}={v}" for k, v in sorted(opts.items())) or "—"),
     ]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items)
+    dl += "<dt>options</dt><dd>" + table(["option", "value", ""], [[esc(c) for c in r] for r in
+                                                                  opening.options_rows(opts)], numeric_from=99) + "</dd>"
     servers = fp.get("servers") or {}
-    rows = [[f'<span class="dot" style="background:{model_color(i.get("model") or "")}"></span>{esc(s)}',
+    rows = [[f'<span class="dot" style="background:{model_color(i.get("model") or "")}"></span>{esc(s)}'
+             + _dev_mark(s, results.deviations.get(s, [])),
              esc(i.get("language")), esc(i.get("model")), esc(i.get("framework")), esc(_choices(i.get("choices"))),
              esc(i.get("runtime")), esc(i.get("version") or "—")] for s, i in sorted(servers.items())]
     stable = table(["server", "language", "model", "framework", "choices (SPEC: Choices)", "runtime", "version"],
@@ -398,6 +425,30 @@ BOOT = """
 """
 
 
+def _answer(page: Page, results: RunResults) -> None:
+    """The report opens with the verdicts and one summary chart (opening.py)."""
+    page.heading(2, "At a glance")
+    page.add(f'<p class="desc">{esc(opening.judged_line(results))}</p>')
+    page.add(_overview(results.workloads))
+    top = opening.summary_point(results)
+    if top is not None:
+        wl, pt = top
+        page.chart(throughput_chart(pt, f"{wl.name} {pt.label}: successful requests/s (median; whiskers: the "
+                                        "median's interval over repetitions)"), "",
+                   "The first throughput point of this run; its full table, latency and cost follow in its section.")
+
+
+def _warmup(page: Page, results: RunResults) -> None:
+    rs = steady_section.rows(results)
+    if not rs:
+        return
+    page.heading(2, "Warm-up to steady state")
+    page.add(f'<p class="desc">{esc(steady_section.NOTE)}</p>')
+    page.chart(steady_section.chart(rs), table(steady_section.HEADERS, [[esc(c) for c in steady_section.cells(r)]
+                                                                        for r in rs], numeric_from=2),
+               "From each row's repetition closest to its median; one point per second of warm-up load.")
+
+
 def _cost_of_ownership(page: Page, results: RunResults) -> None:
     """Each server's latest profile (`serverbench profile`): the table by model, then the charts."""
     rows = cost.cost_rows(results)
@@ -441,14 +492,15 @@ def render(run: Any, results: RunResults) -> bytes:
     """The whole report page as one self-contained HTML document."""
     workloads = results.workloads
     page = Page()
-    page.heading(2, "Environment")
+    _answer(page, results)
+    page.heading(2, "Environment and options")
     page.add(_environment(run, results))
-    page.heading(2, "At a glance")
-    page.add(_overview(workloads))
+    _warmup(page, results)
     for wl in workloads:
         _workload_section(page, wl)
     _cost_of_ownership(page, results)
     _tools_compared(page, results)
+    _deviations(page, results)
     page.heading(2, "Failed and skipped cells")
     page.add(_failures(workloads))
 

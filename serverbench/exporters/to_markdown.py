@@ -8,15 +8,15 @@ from ..aggregate import Group, RunResults
 from ..fingerprint import normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
-from . import cores_section, overtime_section, placement
-from .. import cost
+from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from .. import cost, ranking
 
-COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "errors", "p50",
+COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors", "p50",
            "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
-FIXED_LOAD_COLUMNS = ["place", "server", "language", "model", "p99 (all due)", "p99 (answered only)",
+FIXED_LOAD_COLUMNS = ["place", "server", "language", "model", "p99 (all due)", "interval", "p99 (answered only)",
                       "timeouts", "CPU µs/request", "requests/s (successful, median)", "errors",
                       "memory (peak RSS MiB)"]
-CAPACITY_COLUMNS = ["place", "server", "language", "model", "capacity req/s (median)", "errors", "p50",
+CAPACITY_COLUMNS = ["place", "server", "language", "model", "capacity req/s (median)", "interval", "errors", "p50",
                     "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
 
 
@@ -41,7 +41,19 @@ def rate_cell(g: Group) -> str:
         return "—"
     if g.held is False:
         return f"did not hold {g.target_rate:,.0f} (achieved {t.median:,.0f})"
-    return fmt_num(t.median)
+    if g.client_bound_group:  # ranking.client_block: not ordered by the load generator's noise
+        return f"≥ {t.median:,.0f} (load generator's limit)"
+    return fmt_num(t.median) + (" (tied with #1)" if g.tied_with_leader and g.kind != "fixed-load" else "")
+
+
+def interval_cell(g: Group) -> str:
+    """The ranked figure's median interval (stats.median_ci) with its coverage; '—' for 1 repetition."""
+    st = ranking.figure_stats(g, g.kind)
+    if st is None or st.n < 2:
+        return "—"
+    fmt = fmt_us if g.kind in ("fixed-load", "soak") else fmt_num
+    tie = " (tied with #1)" if g.tied_with_leader and g.kind in ("fixed-load", "soak") else ""
+    return f"{fmt(st.ci_low)}–{fmt(st.ci_high)} ({st.ci_level:.0%}){tie}"
 
 
 def _row(g: Group, kind: str) -> list[str]:
@@ -49,10 +61,10 @@ def _row(g: Group, kind: str) -> list[str]:
     head = [str(g.place), g.server + mark, g.language, g.model]
     cpu_req = fmt_num(g.cpu_us_per_request, 1)
     if kind == "fixed-load":
-        return head + [fmt_us(g.latency["p99"]), fmt_us(g.answered_p99_us), f"{g.timeouts:,}", cpu_req,
-                       rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
-    return head + [rate_cell(g), errors_cell(g), fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]), cpu_req,
-                   fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
+        return head + [fmt_us(g.latency["p99"]), interval_cell(g), fmt_us(g.answered_p99_us), f"{g.timeouts:,}",
+                       cpu_req, rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
+    return head + [rate_cell(g), interval_cell(g), errors_cell(g), fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]),
+                   cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
 
 
 def cost_of_ownership(results: RunResults) -> list[str]:
@@ -109,9 +121,51 @@ def _scaling(wl: Any) -> list[str]:
     return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in pc.rows] + [""]
 
 
+def _not_run(pt: Any) -> list[str]:
+    """The rows left out of this point, and why (a feature check they failed, no verdict, …)."""
+    rows = verdict_section.not_run(pt)
+    return [f"- {r}" for r in rows] + [""] if rows else []
+
+
+def deviations(results: RunResults) -> list[str]:
+    """Footnotes: each marked row's deviations, one line each."""
+    if not results.deviations:
+        return []
+    lines = ["## Deviations", "", verdict_section.INTRO, ""]
+    for sid, devs in sorted(results.deviations.items()):
+        lines.append(f"[^{verdict_section.anchor(sid)}]: {sid}: " + "; ".join(devs))
+    return lines + [""]
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+            + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows] + [""])
+
+
+def _answer(results: RunResults) -> list[str]:
+    """The report opens with the verdicts (opening.py)."""
+    rows = [[wl.name, pt.label, gl.metric, gl.leader.server if gl.decided and gl.leader else "—", gl.verdict]
+            for wl, pt, gl in opening.glances(results)]
+    return ["## At a glance", "", opening.judged_line(results), ""] + _table(
+        ["workload", "point", "ranked by", "leader (beyond noise)", "verdict"], rows)
+
+
+def _options(run: Any) -> list[str]:
+    return ["What this run was asked for:", ""] + _table(["option", "value", ""],
+                                                         [list(r) for r in opening.options_rows(run.options)])
+
+
+def _warmup(results: RunResults) -> list[str]:
+    rs = steady_section.rows(results)
+    if not rs:
+        return []
+    return [f"## Warm-up to steady state ({rs[0].workload} {rs[0].point})", "", steady_section.NOTE, ""] + _table(
+        steady_section.HEADERS, [steady_section.cells(r) for r in rs])
+
+
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
-    lines = [f"# serverbench run {run.id}", "",
+    lines = [f"# serverbench run {run.id}", ""] + _answer(results) + ["## Environment and options", "",
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
@@ -126,6 +180,7 @@ def render(run: Any, results: RunResults) -> bytes:
             lines.append(f"| {sid} | {i.get('framework', '')} | {i.get('model', '')} | "
                          f"{c.get('pipelined_writes', 'not declared')} | {c.get('file_read', 'not declared')} |")
         lines.append("")
+    lines += _options(run) + _warmup(results)
     for wl in results.workloads:
         lines += [f"## {wl.name}", ""]
         if wl.description:
@@ -140,7 +195,7 @@ def render(run: Any, results: RunResults) -> bytes:
                 lines += [f"### {wl.name} · {pt.label}", ""]
             lines += [f"At a glance: {pt.glance.verdict}.", ""]
             if wl.kind in overtime_section.KINDS:
-                lines += _over_time(wl, pt)
+                lines += _over_time(wl, pt) + _not_run(pt)
                 continue
             cols = columns(wl.kind)
             lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
@@ -150,13 +205,17 @@ def render(run: Any, results: RunResults) -> bytes:
                     row = ["—", g.server, g.language, g.model, status] + ["—"] * (len(cols) - 5)
                 else:
                     row = _row(g, wl.kind)
+                if verdict_section.has_deviations(results, g.server):
+                    row[1] += f" [^{verdict_section.anchor(g.server)}]"
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
             warns = [w.text for g in pt.groups for w in g.warnings]
             if warns:
                 lines += [""] + [f"- ⚠ {w}" for w in warns]
             lines.append("")
+            lines += _not_run(pt)
     lines += cost_of_ownership(results)
     lines += tools_compared(results)
+    lines += deviations(results)
     return "\n".join(lines).encode("utf-8")
 
 

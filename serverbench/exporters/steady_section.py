@@ -1,0 +1,83 @@
+"""The warm-up section shared by Markdown and HTML: per row, how long its first start took to reach
+a steady rate (warmup.py) and how cold its first second was, and the chart of the rates over the
+warm-up (one line per row). Autoscaled and serverless deployments pay this on every new instance."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from ..aggregate import Group, RunResults
+from ..charts import FONT, model_color
+from ..warmup import TOLERANCE, WINDOW
+
+NOTE = (f"Before a server start's first point the harness loads it with that point's own load in one-second "
+        f"rounds until the last {WINDOW} seconds' successful rates are each within ±{TOLERANCE:.0%} of their "
+        f"mean and not rising by more than {TOLERANCE:.0%} (at most the size's steady_max: quick 20 s, full 60 s); "
+        "only then is the point measured. 'Time to steady' is that many seconds of load, 'first second' the "
+        "first round's rate as a share of the steady rate (medians over repetitions). A row still changing at "
+        "the maximum is 'not steady': measured anyway, flagged, and ranked after the steady rows.")
+HEADERS = ["server", "model", "time to steady (s)", "first second (share of steady)", "steady rate req/s",
+           "not steady", "repetitions"]
+
+
+@dataclass(frozen=True)
+class SteadyRow:
+    workload: str
+    point: str
+    group: Group
+    rates: list[float]  # the representative repetition's warm-up, one rate per second
+
+    @property
+    def server(self) -> str:
+        return self.group.server
+
+
+def rows(results: RunResults) -> list[SteadyRow]:
+    """One row per server of the first workload point whose cells were warmed to steady state."""
+    for wl in results.workloads:
+        for pt in wl.points:
+            out = [SteadyRow(wl.name, pt.label, g, _rates(g)) for g in pt.groups
+                   if any(c.metrics.warmup_steady is not None for c in g.ok)]
+            if out:
+                return sorted(out, key=lambda r: (r.group.figures.steady_s is None, r.group.figures.steady_s or 0,
+                                                  r.server))
+    return []
+
+
+def _rates(g: Group) -> list[float]:
+    rep = g.representative()
+    return list(rep.metrics.warmup_rates or []) if rep else []
+
+
+def cells(r: SteadyRow) -> list[str]:
+    f = r.group.figures
+    warmed = sum(1 for c in r.group.ok if c.metrics.warmup_steady is not None)
+    steady_rate = sum(r.rates[-WINDOW:]) / len(r.rates[-WINDOW:]) if r.rates else None
+    return [r.server, r.group.model, "—" if f.steady_s is None else f"{f.steady_s:g}",
+            "—" if f.first_second_share is None else f"{f.first_second_share:.0%}",
+            "—" if steady_rate is None else f"{steady_rate:,.0f}",
+            f"{f.not_steady} (max {f.warmup_max_s:g} s)" if f.not_steady else "0", str(warmed)]
+
+
+def title(rs: list[SteadyRow]) -> str:
+    return f"warm-up: {rs[0].workload} {rs[0].point}" if rs else "warm-up"
+
+
+def chart(rs: list[SteadyRow]) -> go.Figure:
+    """Successful requests/s over the warm-up's seconds, one line per row (its median repetition)."""
+    fig = go.Figure()
+    for r in rs:
+        if not r.rates:
+            continue
+        fig.add_trace(go.Scatter(x=list(range(1, len(r.rates) + 1)), y=r.rates, mode="lines+markers", name=r.server,
+                                 line={"color": model_color(r.group.model), "width": 1.5}, marker={"size": 4},
+                                 hovertemplate=f"{r.server}<br>second %{{x}}: %{{y:,.0f}} req/s<extra></extra>"))
+    fig.update_layout(title=f"{title(rs)}: successful requests/s per second of warm-up", height=420,
+                      font={"family": FONT}, xaxis_title="second of warm-up load", yaxis_title="req/s",
+                      yaxis={"rangemode": "tozero"}, margin={"l": 70, "r": 20, "t": 50, "b": 50},
+                      legend={"font": {"size": 11}})
+    return fig
+
+
+__all__ = ["NOTE", "HEADERS", "SteadyRow", "rows", "cells", "chart", "title"]
