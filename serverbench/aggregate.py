@@ -77,6 +77,7 @@ class Group:
     bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
     place: int | None = None
     kind: str = "throughput"
+    deviations: list[str] = field(default_factory=list)  # the row's verify deviations (RunResults.deviations)
     tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
     client_bound_group: bool = False  # set by collect(): in its point's client-bound block
 
@@ -525,6 +526,8 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))
     from .verify.kinds import run_deviations
     results.deviations = run_deviations(store, sorted({g.server for g in results.groups}), run.finished_at)
+    for g in results.groups:
+        g.deviations = results.deviations.get(g.server, [])
     return run, results
 
 

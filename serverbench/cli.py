@@ -19,6 +19,8 @@ from serverbench.cli_common import load_catalog_warn, selected
 from serverbench.console import console, err_console
 from serverbench.install import install_missing
 from serverbench.store import Store
+from serverbench.verify import kinds
+from serverbench.workloads import load_workloads
 
 app = typer.Typer(
     help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",
@@ -48,8 +50,23 @@ def _verified(ms: list[Manifest]) -> dict[str, str]:
             elif v.folder_hash not in (None, build_mod.folder_hash(m)):
                 out[m.id] = "[yellow]stale[/]"
             else:
-                out[m.id] = _yes(v.passed)
+                a = kinds.admission(v.checks, v.passed)
+                out[m.id] = _yes(a.admitted) + (" [yellow]*[/]" if a.admitted and (a.deviations or a.features) else "")
     return out
+
+
+def _verdict_lines(ms: list[Manifest]) -> None:
+    """Per row with a current verdict: each deviation and each workload it cannot run, one line each."""
+    workloads = list(load_workloads(errors=[]).values())
+    with Store(paths.DB_PATH) as store:
+        for m in ms:
+            v = store.verdict(m.id)
+            if v is None or v.folder_hash not in (None, build_mod.folder_hash(m)):
+                continue
+            a = kinds.admission(v.checks, v.passed)
+            if a.admitted:
+                for line in kinds.reader_lines(a, workloads):
+                    console.print(f"* {m.id}: {line}", markup=False, highlight=False)
 
 
 @app.command()
@@ -64,6 +81,7 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
         table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), version,
                       a.install_hint or "")
     console.print(table)
+    _verdict_lines(ms)
 
     rows, problem = left_out.load()
     if problem:
@@ -110,6 +128,7 @@ def list_servers() -> None:
         table.add_row(m.id, m.language, m.model, m.framework, _yes(a.available),
                       _yes(build_mod.is_built(m)), verified[m.id])
     console.print(table)
+    _verdict_lines(ms)
 
 
 @app.command()

@@ -11,6 +11,21 @@ from rich.table import Table
 from .cli_common import cpus_option, open_store, selected
 from .console import console, err_console
 from .verify import ServerVerdict, verify_servers
+from .verify.kinds import kind_of
+
+
+def _result(name: str, passed: bool, skipped: bool) -> str:
+    """pass / skip, or what a failure does: FAIL (no workload), feature (some workloads), deviation."""
+    if skipped:
+        return "[dim]skip[/]"
+    if passed:
+        return "[green]pass[/]"
+    k = kind_of(name)
+    if k.kind == "feature":
+        return f"[yellow]fail: no {k.feature} workloads[/]"
+    if k.kind == "robustness":
+        return "[yellow]security deviation[/]" if k.security else "[yellow]deviation[/]"
+    return "[red]FAIL[/]"
 
 
 def show_verdict(v: ServerVerdict, out: Console = console) -> None:
@@ -20,13 +35,19 @@ def show_verdict(v: ServerVerdict, out: Console = console) -> None:
         else:
             err_console.print(f"[red]✗[/] {v.server}: {v.problem}")
         return
-    t = Table(title=f"{v.server}: {'[green]PASS[/]' if v.passed else '[red]FAIL[/]'}", title_justify="left")
+    a = v.admission
+    notes = ([f"{len(a.deviations)} deviation(s)"] if a.deviations else []) + \
+        ([f"not run with {', '.join(sorted(a.features))}"] if a.features else [])
+    verdict = ("[green]PASS[/]" if v.passed else "[red]FAIL[/]") + (f" ({'; '.join(notes)})" if notes else "")
+    t = Table(title=f"{v.server}: {verdict}", title_justify="left")
     t.add_column("check")
+    t.add_column("kind")
     t.add_column("result")
     t.add_column("detail", overflow="fold")
     for r in v.checks:
-        res = "[dim]skip[/]" if r.skipped else "[green]pass[/]" if r.passed else "[red]FAIL[/]"
-        t.add_row(r.name, res, r.detail)
+        k = kind_of(r.name)
+        t.add_row(r.name, k.kind + (", security" if k.security else ""), _result(r.name, r.passed, r.skipped),
+                  r.detail)
     out.print(t)
 
 
@@ -47,7 +68,8 @@ def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids;
                    False, "--allow-unavailable", help="Skip servers whose toolchain is missing."),
                server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="e.g. 0 or 0-1"),
                db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
-    """Check each server against SPEC.md and store the verdict (run refuses unverified servers)."""
+    """Check each server against SPEC.md and store the verdict: a failed measurement check keeps a row out
+    of every run, a failed feature check out of the workloads using that feature; deviations are shown."""
     store = open_store(db)
     passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
                                      allow_unavailable=allow_unavailable)

@@ -345,6 +345,14 @@ class Store:
             return None
         return Verdict(r[0], bool(r[1]), r[2], _loads(r[3]) or [], r[4])
 
+    def verdict_before(self, server: str, until: str | None) -> Verdict | None:
+        """The latest verdict checked at or before `until` (ISO time; None: the latest): what a run used."""
+        if until is None:
+            return self.verdict(server)
+        r = self.db.execute("SELECT server, passed, checked_at, checks_json, folder_hash FROM verdicts "
+                            "WHERE server=? AND checked_at<=? ORDER BY id DESC LIMIT 1", (server, until)).fetchone()
+        return None if r is None else Verdict(r[0], bool(r[1]), r[2], _loads(r[3]) or [], r[4])
+
     def verdicts(self) -> dict[str, Verdict]:
         """The latest verdict of every server that has one."""
         out: dict[str, Verdict] = {}

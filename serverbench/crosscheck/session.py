@@ -107,13 +107,14 @@ class Session:
     def run(self) -> None:
         for rep in range(1, self.opts.repeat + 1):
             for m in (self.manifests if rep % 2 else self.manifests[::-1]):
-                reason = self.gate.reason(m)
-                if reason is not None:
+                # a tool whose load the row failed a feature check for (ab: HTTP/1.0) is skipped alone
+                why = {t: self.gate.reason(m, self.w, t) for t in self.opts.tools}
+                for t in [t for t, r in why.items() if r is not None]:
                     for p in self.points:
-                        for t in self.opts.tools:
-                            self._record(self._cell(m.id, p, t, rep, "skipped", reason), 0.0)
-                    continue
-                self._server(m, rep)
+                        self._record(self._cell(m.id, p, t, rep, "skipped", why[t]), 0.0)
+                tools = [t for t, r in why.items() if r is None]
+                if tools:
+                    self._server(m, rep, tools)
 
     def _cell(self, server: str, p: Point, tool: str, rep: int, status: str, error: str | None = None,
               run: ToolRun | None = None) -> CellRecord:
@@ -122,7 +123,7 @@ class Session:
                           started_at=now_iso(), finished_at=now_iso(),
                           metrics=CellMetrics(kind=self.w.kind, tool=run))
 
-    def _server(self, m: Any, rep: int) -> None:
+    def _server(self, m: Any, rep: int, tools: list[str]) -> None:
         log = paths.LOGS / f"run-{self.run_id}" / f"{m.id}.crosscheck.r{rep}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         self.emit(CellStarted(f"{m.id} · crosscheck {self.w.name} · r{rep}: starting"))
@@ -131,7 +132,7 @@ class Session:
                 self._warmup(srv)
                 for p in self.points:
                     hint: int | None = None
-                    for tool in ordered_tools(self.opts.tools, rep):
+                    for tool in ordered_tools(tools, rep):
                         self.emit(CellStarted(f"{m.id} · {self.w.name} · {p.label} · {tool} · r{rep}"))
                         cell, figures = self._measure(srv, m, p, tool, rep, hint)
                         if tool == "loadgen" and figures is not None:
@@ -140,7 +141,7 @@ class Session:
                         time.sleep(SETTLE_S)
         except supervisor.ServerStartError as e:
             for p in self.points:
-                for t in self.opts.tools:
+                for t in tools:
                     self._record(self._cell(m.id, p, t, rep, "failed",
                                             f"server did not start: {str(e).splitlines()[0]}"), 0.0)
 

@@ -141,3 +141,28 @@ def reader_lines(a: Admission, workloads: Iterable[Any]) -> list[str]:
         if why is not None:
             lines.append(f"cross-check with {tool}: {why}")
     return lines
+
+
+def refused(v: Any) -> list[str]:
+    """The measurement checks a stored verdict (store.Verdict) failed: the row runs nothing."""
+    return [f.check for f in admission(v.checks, v.passed).refused]
+
+
+def not_run(v: Any | None, w: Any, tool: str | None = None) -> str | None:
+    """Why a row with verdict `v` (None: never verified) is left out of workload `w` (driven by
+    `tool` in a cross-check): a feature check it failed that the load uses. None: it runs."""
+    if v is None:
+        return None
+    return admission(v.checks, v.passed).not_run_reason(workload_features(w, tool))
+
+
+def run_deviations(store: Any, servers: Iterable[str], until: str | None) -> dict[str, list[str]]:
+    """Each server's deviations (robustness and security failures), one line each, from the latest
+    verdict checked by `until` (a run's end): what the report marks beside its rows."""
+    out: dict[str, list[str]] = {}
+    for sid in servers:
+        v = store.verdict_before(sid, until)
+        devs = admission(v.checks, v.passed).deviations if v is not None else []
+        if devs:
+            out[sid] = [f"{'security deviation' if f.kind.security else 'deviation'}: {f.line()}" for f in devs]
+    return out

@@ -10,16 +10,22 @@ from typing import Any
 
 from .. import build, doctor, supervisor
 from .base import CheckResult
+from .kinds import Admission, admission
 from .suite import verify
 
 
 @dataclass
 class ServerVerdict:
     server: str
-    passed: bool
+    passed: bool  # no measurement check failed: the row is admitted (feature and robustness failures shown)
     checks: list[CheckResult] = field(default_factory=list)
     skipped: bool = False  # toolchain unavailable and allow_unavailable: not judged
     problem: str | None = None  # why it could not be verified at all (unavailable, not built)
+
+    @property
+    def admission(self) -> Admission:
+        return admission([{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
+                          for r in self.checks], self.passed)
 
 
 def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
@@ -51,8 +57,8 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
             results.append(CheckResult(
                 "sigterm", clean,
                 "exited within 5 s of SIGTERM" if clean else "did not exit within 5 s of SIGTERM (killed)"))
-        ok = all(r.passed or r.skipped for r in results)
         checks = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
                   for r in results]
+        ok = admission(checks).admitted
         store.record_verdict(m.id, ok, checks, fh)
         yield ServerVerdict(m.id, ok, results)

@@ -42,6 +42,12 @@ proc main() {.async.} =
   proc reply(req: Request, code: HttpCode, contentType, body: string,
              extra: openArray[(string, string)] = []): Future[void] =
     let headers = newHttpHeaders({"Content-Type": contentType, "Date": httpDate()})
+    # asynchttpserver keeps an HTTP/1.0 connection open when the request asks for
+    # keep-alive, but does not say so; an HTTP/1.0 client (ab -k) then waits for
+    # a close that never comes. Announce it (an extra Connection: close wins).
+    if req.protocol.minor == 0 and
+        cmpIgnoreCase(req.headers.getOrDefault("connection"), "keep-alive") == 0:
+      headers["Connection"] = "keep-alive"
     for (k, v) in extra:
       headers[k] = v
     req.respond(code, body, headers)

@@ -68,6 +68,10 @@ class Handler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
+        elif self.request_version == "HTTP/1.0" and not self.close_connection:
+            # http.server keeps an HTTP/1.0 connection open when the client asks for keep-alive, but
+            # does not say so; an HTTP/1.0 client then waits for a close that never comes (ab -k)
+            self.send_header("Connection", "keep-alive")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
