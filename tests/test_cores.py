@@ -188,6 +188,31 @@ def test_without_overlap_the_top_count_ranks_and_the_csv_and_html_carry_it() -> 
     assert "speedup, 4 vs 1 core" in html and "×3.33" in html
 
 
+def test_per_core_table_and_scaling_chart(monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverbench.charts import Styles, scaling_chart
+    from serverbench.exporters import cores_section
+    run, res = _results(top_overlaps=True)
+    wl_ = res.workloads[0]
+    pc = cores_section.per_core(wl_)
+    assert pc.headers == ["server", "model", "1 core", "2 cores", "4 cores ⚠"]  # no model notes module here
+    assert pc.rows[0] == ["scales", "event-loop-per-core", "900", "850", "750 ⚠"]  # 3,000 ÷ 4, overlapped
+    md = to_markdown.render(run, res).decode()
+    assert "### requests/s per core" in md and "| flat | event-loop | 1,000 | 550 | 288 ⚠ |" in md
+    fig = scaling_chart(cores_section.lines(wl_), Styles(wl_.groups), "t")
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["scales"].x) == [1, 2, 4] and list(by_name["scales"].y) == [900, 1700, 3000]
+    assert list(by_name["scales"].marker.symbol) == ["circle", "circle", "x-open"]  # the overlapped count
+    ideal = next(t for t in fig.data if t.name.startswith("linear"))
+    assert list(ideal.y) == [1000, 2000, 4000]  # ×k from the fastest 1-core figure (flat's 1,000)
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [1, 2, 4]
+    # the model-notes hook: a module with NOTES adds the column
+    monkeypatch.setitem(sys.modules, "serverbench.model_notes",
+                        SimpleNamespace(NOTES={"event-loop": "one loop: one core at most"}))
+    pc = cores_section.per_core(wl_)
+    assert pc.headers[-1] == "model note" and pc.rows[1][-1] == "one loop: one core at most"
+    assert pc.rows[0][-1] == ""  # a model without a note
+
+
 # -- one real run: a fresh start per count, pinned, $WORKERS = k ----------------------------------
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a machine with 2 CPUs")
 def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: Path,
