@@ -22,6 +22,8 @@ class CostRow:
     model: str
     profile: ServerProfile
     rps: float | None  # THROUGHPUT_WORKLOAD in this run; None when not measured here
+    steady_s: float | None = None  # this run's time to a steady rate on a fresh start (warmup.py)
+    not_steady: bool = False
 
     @property
     def rss_per_1000_mib(self) -> float | None:
@@ -39,6 +41,16 @@ def _throughput(groups: list[Group]) -> float | None:
     return measured[-1].rps.median if measured and measured[-1].rps else None
 
 
+def _steady(groups: list[Group]) -> tuple[float | None, bool]:
+    """(time to steady, not steady) of the first group of the run warmed to steady state
+    (the throughput workload's first when it was run): what a new instance pays before full speed."""
+    warmed = [g for g in groups if any(c.metrics.warmup_steady is not None for c in g.ok)]
+    warmed.sort(key=lambda g: g.workload != THROUGHPUT_WORKLOAD)
+    if not warmed:
+        return None, False
+    return warmed[0].figures.steady_s, warmed[0].not_steady
+
+
 def cost_rows(results: RunResults) -> list[CostRow]:
     """One row per server of the run that has a profile, grouped by concurrency model."""
     by_server: dict[str, list[Group]] = {}
@@ -49,7 +61,7 @@ def cost_rows(results: RunResults) -> list[CostRow]:
         gs = by_server.get(server, [])
         first = gs[0] if gs else None
         rows.append(CostRow(server, first.language if first else "", first.model if first else "unknown",
-                            profile, _throughput(gs)))
+                            profile, _throughput(gs), *_steady(gs)))
     return sorted(rows, key=lambda r: (_model_order(r.model), r.model, r.server))
 
 
@@ -82,7 +94,8 @@ def _num(x: float | None, digits: int = 0) -> str:
 
 COLUMNS = ["model", "server", "language", "code lines (own + shared)", "direct deps", "Debian packages",
            "cold build s", "warm build s", "artifact MiB", "artifact", "runtime needed", "start-up ms",
-           "idle RSS MiB", "RSS per 1,000 idle conns MiB", f"{THROUGHPUT_WORKLOAD} req/s", "profiled"]
+           "idle RSS MiB", "RSS per 1,000 idle conns MiB", "time to steady s", f"{THROUGHPUT_WORKLOAD} req/s",
+           "profiled"]
 
 
 def table(rows: list[CostRow]) -> list[list[str]]:
@@ -102,7 +115,8 @@ def table(rows: list[CostRow]) -> list[list[str]]:
             out.append([model if i == 0 else "", r.server, r.language, lines, deps, str(len(p.system_packages)),
                         cold_cell(p), _num(p.build_warm_s, 1), _mib(p.artifact_bytes, 2), p.artifact_kind or "—",
                         p.runtime_needed or "—", _num(p.startup_ms, 1), _mib(p.idle_rss_bytes),
-                        per_1000, _num(r.rps), p.measured_at[:16].replace("T", " ")])
+                        per_1000, "not steady" if r.not_steady else _num(r.steady_s), _num(r.rps),
+                        p.measured_at[:16].replace("T", " ")])
     return out
 
 
@@ -118,7 +132,8 @@ NOTE = ("Code lines count code only (pygount): blank and comment lines, lock fil
         "again with everything built. Start-up: process start to the first 200 on GET /, median of the starts. "
         "Memory: RSS of the whole process tree 2 s after ready, and per connection the slope between the two "
         "idle keep-alive connection levels (bounded models only up to their max_connections); kernel socket "
-        "buffers are not in RSS. Start-up and build times vary with whatever else the machine is running.")
+        "buffers are not in RSS. Time to steady: this run's seconds of load on a fresh start until the rate "
+        "was steady (the warm-up section), what every new instance of an autoscaled service pays. Start-up and build times vary with whatever else the machine is running.")
 
 
 __all__ = ["CostRow", "cost_rows", "by_model", "cold_cell", "table", "problems", "COLUMNS", "NOTE",
