@@ -73,3 +73,12 @@ def test_an_unbuilt_reference_falls_back_to_halves_and_says_why(tmp_path: Path, 
     server, client, record = split.auto_split([0, 1, 2, 3], reference=ref)
     assert record["calibration"] is None and "serverbench build ref" in record["note"]
     assert (server, client) == supervisor.default_cpu_split()
+
+
+def test_the_report_line_says_how_the_cpus_were_split() -> None:
+    cal = {"reference": "c-epoll", "seconds": 3.0, "client_per_cpu": 136262.1, "server_per_cpu": 135327.7}
+    line = split.describe({"mode": "auto", "calibration": cal, "note": "the top rows may be client-bound"})
+    assert line == ("auto: one load-generator CPU drove 136,262 req/s, one server CPU of c-epoll served 135,328 "
+                    "(3 s calibration); the top rows may be client-bound")
+    assert split.describe({"mode": "manual"}) == "as given (--server-cpus/--client-cpus)"
+    assert split.describe(None) is None  # runs stored before the split was recorded

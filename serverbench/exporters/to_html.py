@@ -22,7 +22,7 @@ from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from .to_markdown import errors_cell, interval_cell, rate_cell
 from ..timecharts import over_time_chart
-from .. import cost
+from .. import cost, split
 from ..cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..fingerprint import normalize
 from ..formatting import fmt_cpu, fmt_num, fmt_us
@@ -325,6 +325,7 @@ def _environment(run: Any, results: RunResults) -> str:
     items = [
         ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
         ("pinning", placement.describe(run, results)),
+        ("CPU split", split.describe(fp.get("cpu_split")) or "—"),
         ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
         ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),

@@ -10,6 +10,7 @@ from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from .. import cost, ranking
+from .. import split
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors", "p50",
            "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
@@ -169,6 +170,7 @@ def render(run: Any, results: RunResults) -> bytes:
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
+             *([f"CPU split: {cut}.", ""] if (cut := split.describe(fp.get("cpu_split"))) else []),
              "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
              "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
              "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]
