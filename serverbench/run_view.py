@@ -62,10 +62,19 @@ def cell_line(cell: Any) -> str:
         rate = (f"capacity {m.capacity_rps:,.0f} rps" if m.capacity_rps is not None else f"{(m.rps or 0):,.0f} rps")
         warn = "  [yellow]client saturated[/]" if m.client_saturated else ""
         errs = f"  [yellow]{m.errors} errors[/]" if m.errors else ""
-        return f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}"
+        return f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}{warmup_note(m)}"
     if cell.status == "failed":
         return f"[red]✗[/] {tag}: {cell.error}"
     return f"[dim]- {tag}: skipped ({cell.error})[/]"
+
+
+def warmup_note(m: Any) -> str:
+    """How the cell's warm-up went: steady after N s, or not steady at its maximum."""
+    if m.warmup_steady is True:
+        return f"  [dim]steady after {m.warmup_steady_s:g} s[/]"
+    if m.warmup_steady is False:
+        return f"  [yellow]not steady after {m.warmup_max_s or 0:g} s[/]"
+    return ""
 
 
 def summary_table(results: RunResults) -> Table:
