@@ -71,11 +71,23 @@ pub struct Net<'a> {
     pub budget: Option<u64>,
     pub inflight_total: usize,
     pub active_conns: u64,
+    /// The plan's end has passed (read from the clock within a loop turn).
+    pub ended: bool,
+    takes: u32,
 }
+
+/// `take` reads the clock every this many calls: one loop turn may start
+/// thousands of requests (users due together, each connect slow when the
+/// ephemeral ports run short), and must not run past the plan's end.
+const CLOCK_EVERY: u32 = 64;
 
 impl<'a> Io for Net<'a> {
     fn take(&mut self, intended: Instant) -> Option<bool> {
-        if self.plan.end.is_some_and(|e| intended >= e) {
+        if self.plan.end.is_some_and(|e| intended >= e) || self.ended {
+            return None;
+        }
+        self.takes = self.takes.wrapping_add(1);
+        if self.takes % CLOCK_EVERY == 0 && self.past_end() {
             return None;
         }
         let measured = intended >= self.plan.measure_start;
@@ -107,6 +119,10 @@ impl<'a> Io for Net<'a> {
     }
 
     fn connect(&mut self, i: usize, now: Instant) -> bool {
+        // a connect costs far more than a clock reading (milliseconds when ports run short)
+        if self.past_end() {
+            return false;
+        }
         let Ok(mut s) = TcpStream::connect(self.plan.addr) else { return false };
         let _ = s.set_nodelay(true);
         if self.registry.register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE).is_err() {
@@ -165,6 +181,9 @@ impl<'a> Io for Net<'a> {
     }
 
     fn connect_error(&mut self, now: Instant) {
+        if self.ended {
+            return; // not a failure: the run ended before the connect
+        }
         self.rec.error(now, ErrorClass::Connect);
     }
 }
@@ -183,7 +202,17 @@ impl<'a> Net<'a> {
             budget,
             inflight_total: 0,
             active_conns: 0,
+            ended: false,
+            takes: 0,
         }
+    }
+
+    /// Has the plan's end passed? Sticky: once true, nothing more starts.
+    pub fn past_end(&mut self) -> bool {
+        if !self.ended && self.plan.end.is_some_and(|e| Instant::now() >= e) {
+            self.ended = true;
+        }
+        self.ended
     }
 
     /// Write what models queued; a failed write fails its connection, which

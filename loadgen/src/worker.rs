@@ -45,7 +45,7 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
     let mut second = usize::MAX;
     loop {
         let now = Instant::now();
-        if plan.end.is_some_and(|e| now >= e) || signals::interrupted() {
+        if net.ended || plan.end.is_some_and(|e| now >= e) || signals::interrupted() {
             break;
         }
         if net.budget == Some(0) && net.inflight_total == 0 && model.queued() == 0 {
@@ -93,6 +93,9 @@ pub fn run<M: Model>(plan: &Plan, shared: &Shared, tid: usize, budget: Option<u6
             break; // responses after the end are not part of the run
         }
         for ev in events.iter() {
+            if net.ended {
+                break;
+            }
             if ev.token() == TIMER {
                 timer.fired();
                 continue;
