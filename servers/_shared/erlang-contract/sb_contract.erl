@@ -1,0 +1,116 @@
+%% What SPEC.md fixes for the Erlang rows (erlang-mochiweb, erlang-yaws,
+%% erlang-inets), written once: the settings the harness passes, the /delay and
+%% /tenth query rules and bodies, the process-wide /tenth counter, the /echo limit
+%% and the bind-failure exit. Serving connections stays in each row.
+-module(sb_contract).
+-export([settings/1, int_param/4, delay_params/1, tenth_params/1, next_tenth/0,
+         xs/1, read_hello/0, max_body/0, cannot_listen/2, start/3]).
+
+-define(MAX_BODY, 1048576).   % POST /echo limit and the most /delay?bytes= asks for
+-define(MAX_MS, 60000).       % /delay and /tenth wait at most this long
+-define(TENTH, {?MODULE, tenth}).
+-define(HELLO, {?MODULE, hello_file}).
+
+-type query() :: [{string(), string()}].
+
+%% {Ip, Port} from $HOST and $PORT; also creates the /tenth counter and
+%% remembers $HELLO_FILE. Call once at start-up.
+-spec settings(string()) -> {inet:ip_address(), inet:port_number()}.
+settings(Name) ->
+    Host = env("HOST", "127.0.0.1"),
+    Port = list_to_integer(env("PORT", "8080")),
+    persistent_term:put(?TENTH, counters:new(1, [atomics])),
+    persistent_term:put(?HELLO, env("HELLO_FILE", "../../assets/hello.html")),
+    case inet:parse_address(Host) of
+        {ok, Ip} -> {Ip, Port};
+        {error, _} -> cannot_listen(Name, {bad_host, Host})
+    end.
+
+-spec max_body() -> pos_integer().
+max_body() -> ?MAX_BODY.
+
+%% Value of query parameter Key in [0, Max]; Default if absent; bad if malformed.
+-spec int_param(query(), string(), non_neg_integer(), non_neg_integer()) -> non_neg_integer() | bad.
+int_param(Query, Key, Max, Default) ->
+    case proplists:get_all_values(Key, Query) of
+        [] -> Default;
+        Values -> lists:foldl(fun(V, Acc) -> checked(V, Max, Acc) end, Default, Values)
+    end.
+
+checked(_, _, bad) -> bad;
+checked(V, Max, _) ->
+    Digits = V =/= "" andalso length(V) =< 9 andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, V),
+    case Digits andalso list_to_integer(V) of
+        false -> bad;
+        N when N =< Max -> N;
+        _ -> bad
+    end.
+
+%% /delay?ms=N&bytes=B: {Ms, Bytes}, or bad (answer 400).
+-spec delay_params(query()) -> {non_neg_integer(), non_neg_integer()} | bad.
+delay_params(Query) ->
+    case {int_param(Query, "ms", ?MAX_MS, 0), int_param(Query, "bytes", ?MAX_BODY, 0)} of
+        {bad, _} -> bad;
+        {_, bad} -> bad;
+        Params -> Params
+    end.
+
+%% /tenth?ms=N: the wait (default 2000 ms), or bad.
+-spec tenth_params(query()) -> non_neg_integer() | bad.
+tenth_params(Query) -> int_param(Query, "ms", ?MAX_MS, 2000).
+
+%% The next /tenth value, from one atomic counter shared by the whole VM.
+-spec next_tenth() -> pos_integer().
+next_tenth() ->
+    Ref = persistent_term:get(?TENTH),
+    counters:add(Ref, 1, 1),
+    counters:get(Ref, 1).
+
+%% B bytes of "x": a sub-binary of one shared 1 MiB binary, never copied.
+-spec xs(non_neg_integer()) -> binary().
+xs(Bytes) ->
+    All = case persistent_term:get({?MODULE, xs}, undefined) of
+              undefined ->
+                  B = binary:copy(<<"x">>, ?MAX_BODY),
+                  persistent_term:put({?MODULE, xs}, B),
+                  B;
+              B -> B
+          end,
+    binary:part(All, 0, Bytes).
+
+%% The bytes of $HELLO_FILE, read from disk on every call.
+-spec read_hello() -> {ok, binary()} | {error, term()}.
+read_hello() -> file:read_file(persistent_term:get(?HELLO)).
+
+%% Bind failure: a message on stderr and a non-zero exit (SPEC.md, Process).
+-spec cannot_listen(string(), term()) -> no_return().
+cannot_listen(Name, Why) ->
+    io:format(standard_error, "~s: cannot listen: ~p~n", [Name, Why]),
+    erlang:halt(1).
+
+-spec listening(string(), string()) -> ok.
+listening(Name, How) ->
+    {Ip, Port} = {env("HOST", "127.0.0.1"), env("PORT", "8080")},
+    io:format("~s listening on ~s:~s (~s, ~b schedulers)~n",
+              [Name, Ip, Port, How, erlang:system_info(schedulers_online)]).
+
+%% Runs Start() in a process that then stays alive (it owns the listener) and
+%% returns, so that `erl -s Mod main` finishes booting and the VM's SIGTERM
+%% handler (init:stop) is not held up by a start-up function that never returns.
+%% Start() returns ok or {error, Why}; an error exits like a bind failure.
+-spec start(string(), string(), fun(() -> ok | {error, term()})) -> ok.
+start(Name, How, Start) ->
+    sb_sigterm:install(),
+    Parent = self(),
+    Holder = spawn(fun() -> Parent ! {self(), Start()}, receive after infinity -> ok end end),
+    receive
+        {Holder, ok} -> listening(Name, How);
+        {Holder, {error, Why}} -> cannot_listen(Name, Why)
+    end.
+
+env(Name, Default) ->
+    case os:getenv(Name) of
+        false -> Default;
+        "" -> Default;
+        V -> V
+    end.

@@ -1,0 +1,98 @@
+%% erlang-mochiweb: MochiWeb's HTTP server on the BEAM. MochiWeb accepts with a
+%% pool of acceptor processes; each accepted connection is served by its own
+%% Erlang process running loop/1 for every request on it. MochiWeb parses the
+%% request, decodes chunked bodies, keeps connections alive and adds a Date header
+%% (mochiweb_clock caches it, updated once a second).
+-module(mochiweb_row).
+-export([main/0, loop/1]).
+
+-define(NAME, "erlang-mochiweb").
+-define(TEXT, "text/plain").
+
+main() ->
+    {Ip, Port} = sb_contract:settings(?NAME),
+    Options = [{name, ?MODULE}, {ip, Ip}, {port, Port}, {loop, fun ?MODULE:loop/1},
+               {backlog, 4096},
+               %% MochiWeb's default cap is 2048 open connections; SPEC asks for 10,000+.
+               {max, 1000000}],
+    sb_contract:start(?NAME, "mochiweb_http, a process per connection",
+                      fun() -> case mochiweb_http:start(Options) of
+                                   {ok, _} -> ok;
+                                   Error -> Error
+                               end
+                      end).
+
+%% One request: route by path, then by method.
+loop(Req) ->
+    Method = mochiweb_request:get(method, Req),
+    case {mochiweb_request:get(path, Req), Method} of
+        {"/echo", 'POST'} -> echo(Req);
+        {"/echo", _} -> text(Req, 405, "Method Not Allowed");
+        {Path, 'GET'} -> get(Path, Req);
+        {Path, _} ->
+            case lists:member(Path, ["/", "/json", "/file", "/delay", "/tenth"]) of
+                true -> text(Req, 405, "Method Not Allowed");
+                false -> text(Req, 404, "Not Found")
+            end
+    end.
+
+get("/", Req) ->
+    text(Req, 200, "Hello, World!");
+get("/json", Req) ->
+    Json = mochijson2:encode({struct, [{<<"message">>, <<"Hello, World!">>}]}),
+    mochiweb_request:respond({200, [{"Content-Type", "application/json"}], Json}, Req);
+get("/file", Req) ->
+    {ok, Bytes} = sb_contract:read_hello(),
+    mochiweb_request:respond({200, [{"Content-Type", "text/html"}], Bytes}, Req);
+get("/delay", Req) ->
+    case sb_contract:delay_params(mochiweb_request:parse_qs(Req)) of
+        bad -> text(Req, 400, "Bad Request");
+        {Ms, Bytes} ->
+            timer:sleep(Ms),   % only this connection's process waits
+            text(Req, 200, sb_contract:xs(Bytes))
+    end;
+get("/tenth", Req) ->
+    case sb_contract:tenth_params(mochiweb_request:parse_qs(Req)) of
+        bad -> text(Req, 400, "Bad Request");
+        Ms ->
+            N = sb_contract:next_tenth(),
+            N rem 10 =:= 0 andalso timer:sleep(Ms),
+            text(Req, 200, integer_to_list(N))
+    end;
+get(_, Req) ->
+    text(Req, 404, "Not Found").
+
+%% POST /echo: MochiWeb reads the body by Content-Length or chunked framing and
+%% exits with body_too_large past the limit. An unread body makes MochiWeb close
+%% the connection after the response, so it is never taken for a request.
+%% MochiWeb joins repeated headers ("5, 65") and then reads no body at all, which
+%% would leave the body to be parsed as the next request: such a Content-Length
+%% (or any that is not a number) is refused here, and the connection closed: MochiWeb
+%% does not act on a response's "Connection: close", so the process exits, and its
+%% socket closes with it.
+echo(Req) ->
+    Max = sb_contract:max_body(),
+    case mochiweb_request:get_header_value("content-length", Req) of
+        undefined -> echo_body(Req, Max);
+        Declared ->
+            case catch list_to_integer(Declared) of
+                N when is_integer(N), N > Max -> text(Req, 413, "Content Too Large");
+                N when is_integer(N), N >= 0 -> echo_body(Req, Max);
+                _ ->
+                    mochiweb_request:respond({400, [{"Content-Type", ?TEXT}, {"Connection", "close"}],
+                                              "Bad Request"}, Req),
+                    exit(normal)
+            end
+    end.
+
+echo_body(Req, Max) ->
+    try mochiweb_request:recv_body(Max, Req) of
+        Body ->
+            Body1 = case Body of undefined -> <<>>; _ -> Body end,
+            mochiweb_request:respond({200, [{"Content-Type", "application/octet-stream"}], Body1}, Req)
+    catch
+        exit:{body_too_large, _} -> text(Req, 413, "Content Too Large")
+    end.
+
+text(Req, Code, Body) ->
+    mochiweb_request:respond({Code, [{"Content-Type", ?TEXT}], Body}, Req).
