@@ -12,7 +12,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_crosscheck, cli_profile, cli_report, cli_run, cli_verify, left_out
+from serverbench import __version__, build as build_mod, cli_bundle, cli_crosscheck, cli_profile, cli_report, cli_run
+from serverbench import cli_verify, left_out
 from serverbench import doctor as doctor_mod, paths, supervisor
 from serverbench.catalog import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
@@ -71,14 +72,19 @@ def _verdict_lines(ms: list[Manifest]) -> None:
 
 @app.command()
 def doctor(ids: Optional[list[str]] = IdsArg) -> None:
-    """Show which contestants' toolchains are present, their versions and how to install the rest."""
+    """Show which contestants can be built here (build toolchain), which can run here (built, with their
+    run-time needs), their versions and how to install the rest."""
     ms = selected(ids)
     table = Table(title="servers")
-    for col in ("server", "language", "available", "missing", "version", "install hint"):
+    for col in ("server", "language", "builds here", "missing", "runs here", "version", "install hint"):
         table.add_column(col, overflow="fold")
-    for m, a in zip(ms, doctor_mod.check_all(ms)):
-        version = a.version or (f"[yellow]{a.reason}[/]" if a.available and a.reason else "")
-        table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), version,
+    for m, a, r in zip(ms, doctor_mod.check_all(ms), doctor_mod.check_all(ms, "run")):
+        built = build_mod.is_built(m)
+        runs = (_yes(True) if r.available and built else
+                f"[red]no[/] (missing: {', '.join(r.missing)})" if not r.available else "[red]no[/] (not built)")
+        shown = a if a.available else r
+        version = shown.version or (f"[yellow]{shown.reason}[/]" if shown.available and shown.reason else "")
+        table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), runs, version,
                       a.install_hint or "")
     console.print(table)
     _verdict_lines(ms)
@@ -166,7 +172,7 @@ def version() -> None:
     console.print(f"serverbench {__version__}")
 
 
-for _mod in (cli_verify, cli_run, cli_report, cli_profile, cli_crosscheck):
+for _mod in (cli_verify, cli_run, cli_report, cli_profile, cli_crosscheck, cli_bundle):
     _mod.register(app)
 
 

@@ -210,3 +210,23 @@ def test_a_missing_debian_package_makes_a_row_unavailable(servers_root, sandbox_
     a = doctor.check(load(servers_root, "hdr"))
     assert not a.available and a.missing == ["apt:serverbench-no-such-package-dev"]
     assert "apt-get install -y serverbench-no-such-package-dev" in a.install_hint
+
+
+def test_the_run_step_needs_only_run_requires_and_reports_the_built_version(servers_root, sandbox_paths) -> None:
+    """A row built elsewhere runs where its compiler and apt packages are absent (serverbench bundle)."""
+    write_manifest(servers_root, "native", requires=["serverbench-no-such-cc"], run_requires=[],
+                   install={"apt": ["serverbench-no-such-pkg"]}, version="serverbench-no-such-cc --version",
+                   build="true")
+    write_manifest(servers_root, "jvm", requires=[], run_requires=["serverbench-no-such-java"])
+    native, jvm = load(servers_root, "native"), load(servers_root, "jvm")
+    b = doctor.check(native, "build")
+    assert not b.available and b.missing == ["serverbench-no-such-cc", "apt:serverbench-no-such-pkg"]
+    assert b.missing == doctor.check(native).missing  # build is the default step
+    r = doctor.check(native, "run")
+    assert r.available and r.version is None and "failed" in (r.reason or "")  # no stamp: the command's verdict
+    paths.STAMPS.mkdir(parents=True)
+    (paths.STAMPS / "native").write_text("abc\ncc 1.2.3 (built elsewhere)\n")
+    assert doctor.check(native, "run").version == "cc 1.2.3 (built elsewhere)"
+    j = doctor.check(jvm, "run")
+    assert not j.available and j.missing == ["serverbench-no-such-java"] and "at run time" in (j.reason or "")
+    assert doctor.check(jvm, "build").available
