@@ -256,7 +256,7 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
     if not passed:
         raise fail("no server passed verify; nothing to measure", 1)
     chosen = wl.select(wl.load_workloads(), BENCH_WORKLOADS)
-    opts = RunOptions(servers=passed, workloads=BENCH_WORKLOADS, repeat=repeat, full=full)
+    opts = RunOptions(servers=passed, workloads=BENCH_WORKLOADS, repeat=repeat, full=full, split="auto")
     result = _measure(store, opts, manifests=[m for m in avail if m.id in passed], workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)
