@@ -126,3 +126,53 @@ def test_a_rate_not_held_ranks_after_rates_held(tmp_path: Path) -> None:
     assert [g.server for g in pt.groups] == ["strong", "weak"] and pt.groups[1].held is False
     md = to_markdown.render(run, results).decode()
     assert "did not hold 25,000 (achieved 12,000)" in md
+
+
+def _throughput_run(tmp_path: Path, rows: dict[str, list[float]], saturated: set[str] = frozenset(),
+                    not_steady: set[str] = frozenset()):
+    store = Store(tmp_path / "t.db")
+    rid = store.new_run({}, {})
+    for server, rates in rows.items():
+        for rep, rps in enumerate(rates, 1):
+            n = int(rps)
+            store.record_cell(rid, _cell(server, rep, kind="throughput", rps=rps, requests=n, ok=n, errors=0,
+                                         client_saturated=server in saturated,
+                                         warmup_steady=server not in not_steady, warmup_max_s=20.0))
+    run, results = aggregate.load(store, rid)
+    return run, results.workloads[0].points[0]
+
+
+def test_rows_whose_intervals_overlap_the_leaders_are_named_as_tied(tmp_path: Path) -> None:
+    _, pt = _throughput_run(tmp_path, {"a": [100_000, 104_000, 102_000], "b": [101_000, 103_000, 99_000],
+                                       "c": [60_000, 61_000, 59_000]})
+    assert [g.server for g in pt.groups] == ["a", "b", "c"] and not pt.glance.decided
+    assert pt.glance.verdict.startswith("no single leader: a and b are tied")
+    fa, fb, fc = (g.figures for g in pt.groups)
+    assert (fb.tied_with_leader, fc.tied_with_leader) == (True, False)
+    assert (fa.ci_low, fa.ci_high, fa.ci_level) == (100_000, 104_000, 0.75)
+
+
+def test_a_leader_outside_every_interval_is_named(tmp_path: Path) -> None:
+    _, pt = _throughput_run(tmp_path, {"a": [150_000, 152_000, 149_000], "b": [101_000, 103_000, 99_000]})
+    assert pt.glance.decided and pt.glance.verdict.startswith("a leads beyond noise")
+
+
+def test_client_bound_rows_are_one_block_not_ordered_by_the_clients_noise(tmp_path: Path) -> None:
+    run, pt = _throughput_run(tmp_path, {"zeta": [140_000, 141_000, 139_000], "alpha": [120_000, 121_000, 119_000],
+                                         "slow": [50_000, 51_000, 49_000]}, saturated={"zeta", "alpha"})
+    # listed by name, one place for both, the next row after them
+    assert [(g.server, g.place) for g in pt.groups] == [("alpha", 1), ("zeta", 1), ("slow", 3)]
+    assert not pt.glance.decided and "alpha and zeta each served at least 120,000 req/s" in pt.glance.verdict
+    assert [g.figures.client_bound_group for g in pt.groups] == [True, True, False]
+    _, results = aggregate.load(Store(tmp_path / "t.db"), 1)
+    md = to_markdown.render(run, results).decode()
+    assert "≥ 120,000 (load generator's limit)" in md and "≥ 140,000 (load generator's limit)" in md
+
+
+def test_a_row_not_steady_ranks_after_the_steady_ones_and_is_warned(tmp_path: Path) -> None:
+    _, pt = _throughput_run(tmp_path, {"cold": [200_000, 201_000, 199_000], "warm": [100_000, 101_000, 99_000]},
+                            not_steady={"cold"})
+    assert [g.server for g in pt.groups] == ["warm", "cold"]
+    assert pt.glance.decided and "cold was not steady" in pt.glance.verdict
+    cold = pt.groups[1]
+    assert any(w.kind == "not-steady" for w in cold.warnings) and cold.figures.not_steady == 3
