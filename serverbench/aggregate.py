@@ -18,6 +18,7 @@ from typing import Any, Iterable, Literal
 from hdrh.histogram import HdrHistogram
 
 from . import cores, overtime, ranking, warmup
+from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
 from .group_figures import GroupFigures
 from .model import CellRecord, ServerProfile
@@ -80,6 +81,7 @@ class Group:
     deviations: list[str] = field(default_factory=list)  # the row's verify deviations (RunResults.deviations)
     tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
     client_bound_group: bool = False  # set by collect(): in its point's client-bound block
+    cpu_findings: list[cpu_outliers.Finding] = field(default_factory=list)  # set by collect(): outliers.judge
 
     # -- plain figures ----------------------------------------------------------------------
     @property
@@ -332,6 +334,8 @@ class Group:
                                            "(connection pool exhausted)")
         for kind, severity, text in [*cores.warnings(self.ok, overtime.warnings(self.ok)), *warmup.warnings(self.ok)]:
             add(kind, severity, text)  # type: ignore[arg-type]
+        for f in self.cpu_findings:  # far above its runtime family's CPU per request (outliers.py)
+            add(f.kind, f.severity, f.text())
         if self.bad:
             first = self.bad[0]
             add("failed", "error", f"{len(self.bad)} of {len(self.ok) + len(self.bad)} repetitions "
@@ -505,7 +509,10 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         labels = sorted({g.point for g in groups}, key=point_key)
         points = []
         for lbl in labels:
-            ranked, places = ranking.order([g for g in groups if g.point == lbl], kind)
+            at_point = [g for g in groups if g.point == lbl]
+            for f in cpu_outliers.judge(at_point):
+                by_key[(name, lbl, f.server)].cpu_findings.append(f)
+            ranked, places = ranking.order(at_point, kind)
             block = ranking.client_block(ranked, kind)
             for g, place in zip(ranked, places):
                 g.place = place

@@ -54,6 +54,7 @@ def _server_info(m: Any) -> dict[str, Any]:
                             "framework": m.framework, "origin": m.origin, "description": m.description,
                             "max_connections": m.max_connections, "workers": m.workers,
                             "choices": m.choices.model_dump() if m.choices else None,
+                            "explanation": getattr(m, "explanation", ""),  # quoted by outliers.py
                             "version": None}
     try:
         from . import doctor

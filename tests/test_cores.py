@@ -193,6 +193,7 @@ def test_per_core_table_and_scaling_chart(monkeypatch: pytest.MonkeyPatch) -> No
     from serverbench.exporters import cores_section
     run, res = _results(top_overlaps=True)
     wl_ = res.workloads[0]
+    monkeypatch.setitem(sys.modules, "serverbench.model_notes", None)  # a tree without model notes
     pc = cores_section.per_core(wl_)
     assert pc.headers == ["server", "model", "1 core", "2 cores", "4 cores ⚠"]  # no model notes module here
     assert pc.rows[0] == ["scales", "event-loop-per-core", "900", "850", "750 ⚠"]  # 3,000 ÷ 4, overlapped

@@ -20,6 +20,7 @@ from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, error
                       timeline_chart, timeline_rates)
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from . import models_section
 from .to_markdown import errors_cell, interval_cell, rate_cell
 from ..timecharts import over_time_chart
 from .. import cost, split
@@ -341,7 +342,11 @@ def _environment(run: Any, results: RunResults) -> str:
              esc(i.get("runtime")), esc(i.get("version") or "—")] for s, i in sorted(servers.items())]
     stable = table(["server", "language", "model", "framework", "choices (SPEC: Choices)", "runtime", "version"],
                    rows, numeric_from=99)
-    return f'<dl class="env">{dl}</dl>{stable if rows else ""}'
+    legend = (table(models_section.MODEL_HEADERS, [[esc(c) for c in r] for r in models_section.models(servers)],
+                    numeric_from=99) if rows else "")
+    notes = models_section.row_notes(servers)
+    notes_html = table(models_section.NOTE_HEADERS, [[esc(c) for c in r] for r in notes], numeric_from=99) if notes else ""
+    return f'<dl class="env">{dl}</dl>{stable if rows else ""}{legend}{notes_html}'
 
 
 def _choices(c: dict[str, Any] | None) -> str:
@@ -351,7 +356,7 @@ def _choices(c: dict[str, Any] | None) -> str:
     writes = {"coalesced": "pipelined responses coalesced", "per-response": "one write per response"}
     files = {"blocking": "/file read blocking", "async": "/file read async"}
     return f"{writes.get(c.get('pipelined_writes'), c.get('pipelined_writes'))}; " \
-           f"{files.get(c.get('file_read'), c.get('file_read'))}"
+           f"{files.get(c.get('file_read'), c.get('file_read'))}; TCP_NODELAY {models_section.nodelay(c)}"
 
 
 def _failures(workloads: list[WorkloadData]) -> str:

@@ -9,6 +9,7 @@ from ..fingerprint import normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from . import models_section
 from .. import cost, ranking
 from .. import split
 
@@ -176,12 +177,16 @@ def render(run: Any, results: RunResults) -> bytes:
              "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]
     servers = fp.get("servers") or {}
     if servers:
-        lines += ["| server | framework | model | pipelined writes | /file read |", "|---|---|---|---|---|"]
+        lines += ["| server | framework | model | pipelined writes | /file read | TCP_NODELAY |", "|---|---|---|---|---|---|"]
         for sid, i in sorted(servers.items()):
             c = i.get("choices") or {}
             lines.append(f"| {sid} | {i.get('framework', '')} | {i.get('model', '')} | "
-                         f"{c.get('pipelined_writes', 'not declared')} | {c.get('file_read', 'not declared')} |")
+                         f"{c.get('pipelined_writes', 'not declared')} | {c.get('file_read', 'not declared')} | "
+                         f"{models_section.nodelay(c)} |")
         lines.append("")
+        lines += _table(models_section.MODEL_HEADERS, models_section.models(servers))
+        notes = models_section.row_notes(servers)
+        lines += _table(models_section.NOTE_HEADERS, notes) if notes else []
     lines += _options(run) + _warmup(results)
     for wl in results.workloads:
         lines += [f"## {wl.name}", ""]
