@@ -39,7 +39,7 @@ int_param(Query, Key, Max, Default) ->
 
 checked(_, _, bad) -> bad;
 checked(V, Max, _) ->
-    Digits = V =/= "" andalso length(V) =< 9 andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, V),
+    Digits = is_list(V) andalso V =/= "" andalso length(V) =< 9 andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, V),
     case Digits andalso list_to_integer(V) of
         false -> bad;
         N when N =< Max -> N;

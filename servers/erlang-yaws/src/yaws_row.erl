@@ -1,0 +1,92 @@
+%% erlang-yaws: Yaws in embedded mode, one appmod (out/1) mounted at "/" for
+%% every request. Yaws accepts with a pool of acceptors and serves each
+%% connection in its own Erlang process; it parses requests, reads bodies
+%% (Content-Length or chunked), keeps connections alive and writes the Date.
+-module(yaws_row).
+-export([main/0, out/1]).
+
+-include("yaws_api.hrl").
+
+-define(NAME, "erlang-yaws").
+-define(PAGES, ["/", "/json", "/file", "/delay", "/tenth"]).
+
+main() ->
+    {Ip, Port} = sb_contract:settings(?NAME),
+    %% Yaws insists on a log directory (report.log); nothing per request goes there.
+    LogDir = filename:join(os:getenv("TMPDIR", "/tmp"), "serverbench-erlang-yaws"),
+    ok = filelib:ensure_path(LogDir),
+    Server = [{servername, "localhost"}, {listen, Ip}, {port, Port},
+              {appmods, [{"/", ?MODULE}]},
+              {flags, [{access_log, false}]},   % SPEC: no per-request logging
+              {partial_post_size, nolimit}],    % hand out/1 the whole body (10 KiB by default)
+    Global = [{logdir, LogDir}, {max_connections, nolimit}],
+    sb_contract:start(?NAME, "Yaws embedded, an appmod, a process per connection",
+                      fun() -> started(yaws:start_embedded(".", Server, Global, ?NAME)) end).
+
+started(ok) -> ok;
+started({error, _} = Error) -> Error;
+started(Other) -> {error, Other}.
+
+%% The appmod: every request on every path comes here.
+out(A) ->
+    Req = A#arg.req,
+    case {A#arg.server_path, Req#http_request.method} of
+        {"/echo", 'POST'} -> echo(A);
+        {"/echo", _} -> text(405, "Method Not Allowed");
+        {Path, 'GET'} -> get(Path, A);
+        {Path, _} ->
+            case lists:member(Path, ?PAGES) of
+                true -> text(405, "Method Not Allowed");
+                false -> text(404, "Not Found")
+            end
+    end.
+
+get("/", _) ->
+    text(200, "Hello, World!");
+get("/json", _) ->
+    %% json2 is the JSON module Yaws ships
+    [{status, 200}, {content, "application/json", json2:encode({struct, [{"message", "Hello, World!"}]})}];
+get("/file", _) ->
+    {ok, Bytes} = sb_contract:read_hello(),
+    [{status, 200}, {content, "text/html", Bytes}];
+get("/delay", A) ->
+    case sb_contract:delay_params(yaws_api:parse_query(A)) of
+        bad -> text(400, "Bad Request");
+        {Ms, Bytes} ->
+            timer:sleep(Ms),   % only this connection's process waits
+            text(200, sb_contract:xs(Bytes))
+    end;
+get("/tenth", A) ->
+    case sb_contract:tenth_params(yaws_api:parse_query(A)) of
+        bad -> text(400, "Bad Request");
+        Ms ->
+            N = sb_contract:next_tenth(),
+            N rem 10 =:= 0 andalso timer:sleep(Ms),
+            text(200, integer_to_list(N))
+    end;
+get(_, _) ->
+    text(404, "Not Found").
+
+%% POST /echo: with partial_post_size nolimit Yaws hands out/1 a Content-Length
+%% body whole; a chunked body comes chunk by chunk as {partial, Bin}, and out/1
+%% asks for the rest with {get_more, Cont, State}, the Yaws way to stream a body.
+echo(A) ->
+    Got = case A#arg.state of undefined -> []; Earlier -> Earlier end,
+    Max = sb_contract:max_body(),
+    case A#arg.clidata of
+        {partial, Bin} ->
+            Parts = [Bin | Got],
+            case iolist_size(Parts) > Max of
+                true -> text(413, "Content Too Large");
+                false -> {get_more, A#arg.cont, Parts}
+            end;
+        Bin ->
+            Body = iolist_to_binary(lists:reverse([Bin | Got])),
+            case byte_size(Body) > Max of
+                true -> text(413, "Content Too Large");
+                false -> [{status, 200}, {content, "application/octet-stream", Body}]
+            end
+    end.
+
+text(Code, Body) ->
+    [{status, Code}, {content, "text/plain", Body}].
