@@ -127,8 +127,8 @@ def auto_split(cpus: list[int], reference: Any | None = None) -> tuple[list[int]
     server, client = cpus[:s], cpus[s:]
     top = s * cal.server_per_cpu
     drive = len(client) * cal.client_per_cpu
-    note = (f"the client's {len(client)} CPU(s) drive about {drive:,.0f} req/s, {drive / top:.2f}× the "
-            f"{top:,.0f} req/s {cal.reference} would serve on {s} server CPU(s)")
+    note = (f"server CPUs {len(server)}, client CPUs {len(client)}: the client can drive {drive / top:.2f}× what "
+            f"{cal.reference} would serve on the server's CPUs")
     if drive < HEADROOM * top:
         note += f" (less than {HEADROOM}×: the top rows may be client-bound)"
     return server, client, {"mode": "auto", "server_cpus": server, "client_cpus": client,

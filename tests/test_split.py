@@ -63,7 +63,7 @@ def test_a_real_calibration_measures_both_sides_per_cpu(tmp_path: Path, monkeypa
     assert cal["client_per_cpu"] > 0 and cal["server_per_cpu"] > 0
     assert server + client == cpus and server and client
     assert (len(server), len(client)) == split.choose(len(cpus), cal["client_per_cpu"], cal["server_per_cpu"])
-    assert "req/s" in record["note"]
+    assert f"client CPUs {len(client)}" in record["note"] and "× what ref would serve" in record["note"]
 
 
 def test_an_unbuilt_reference_falls_back_to_halves_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
