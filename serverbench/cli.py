@@ -67,7 +67,7 @@ def _verdict_lines(ms: list[Manifest]) -> None:
             a = kinds.admission(v.checks, v.passed)
             if a.admitted:
                 for line in kinds.reader_lines(a, workloads):
-                    console.print(f"* {m.id}: {line}", markup=False, highlight=False)
+                    console.print(f"* {m.id}: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -102,8 +102,10 @@ def _duplicate_cl(ctx: Ctx) -> str:
             return "duplicate CL: closed unanswered"
         if resp.status not in REFUSED:
             took = ("the first" if resp.body == b"hello" else "the second" if resp.body == body else "neither")
+            _, extra = conn.wait_closed(0.5) if took == "the first" else (True, b"")
+            rest = "; the rest of the body was answered as a second request: request smuggling" if extra else ""
             raise CheckFailed(f"{what} (5 and {len(body)}): expected 400 and close, got {resp.brief()} "
-                              f"({took} value framed the body)")
+                              f"({took} value framed the body{rest})")
         _no_second_answer(conn, what, must_close=True)
         return f"duplicate CL: {resp.status}, closed"
     finally:
