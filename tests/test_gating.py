@@ -201,3 +201,25 @@ def test_spec_lists_every_check_with_its_kind_and_gates() -> None:
     real = list(wl.load_workloads().values())
     assert kinds.gated_workloads("pipeline", real) == ["tfb-plaintext"]
     assert "tfb-plaintext" in re.search(r"^\| `pipeline` .*$", text, re.M).group(0)
+
+
+def test_crosscheck_skips_only_the_tool_that_needs_a_failed_feature(
+        verified: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverbench import build
+    from serverbench.crosscheck.session import CrosscheckOptions, run_crosscheck
+    tmp, servers = verified["tmp"], verified["servers"]
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp)))
+    monkeypatch.setattr(paths, "LOGS", tmp / "logs")
+    (tmp_path / "plain.toml").write_text(_workload("plain", False))
+    plain = wl.load_workload(tmp_path / "plain.toml")
+    m = servers["ref-garbage"]
+    store = Store(tmp_path / "x.db")
+    store.record_verdict(m.id, True, [{"name": "root", "passed": True},
+                                      {"name": "http10", "passed": False, "detail": "kept open, not announced"}],
+                         build.folder_hash(m))
+    opts = CrosscheckOptions(servers=[m.id], workload="plain", tools=["loadgen", "ab"], server_cpus=[0],
+                             client_cpus=[sorted(os.sched_getaffinity(0))[-1]])
+    res = run_crosscheck(store, opts, [m], plain)
+    cells = {c.point.split(" · ")[1]: c for c in store.cells(res.run_id)}
+    assert cells["ab"].status == "skipped" and cells["ab"].error == "not run — kept open, not announced (http10)"
+    assert cells["loadgen"].status != "skipped", cells["loadgen"].error
