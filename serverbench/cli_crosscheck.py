@@ -48,7 +48,8 @@ def crosscheck_cmd(
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help="Override every point's duration."),
     server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="CPUs for servers, e.g. 0"),
     client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="CPUs for the tools, e.g. 1"),
-    allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Also servers that failed verify."),
+    allow_unverified: bool = typer.Option(False, "--allow-unverified", help="Also servers that failed a measurement check of "
+                                          "verify (a failed feature check still skips the tools using it)."),
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
 ) -> None:
     """Drive servers with one workload through established load tools and loadgen; compare each tool's

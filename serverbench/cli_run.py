@@ -68,7 +68,9 @@ def run_cmd(
         None, "--server-memory-limit", help="Memory ceiling for each server's process tree, e.g. 512M: "
         "cgroup v2 where the machine allows it, else an RSS watchdog that kills the tree past it."),
     allow_unverified: bool = typer.Option(False, "--allow-unverified",
-                                          help="Also run servers that failed or never ran verify."),
+                                          help="Also run servers that failed a measurement check of verify or "
+                                               "never ran it (a failed feature check still skips the "
+                                               "workloads using that feature)."),
     cluster: Optional[str] = typer.Option(
         None, "--cluster", help="Split each point's load over Dask workers with the resource loadgen: "
         "local:N (N worker processes on 127.0.0.1, on the client CPUs) or a scheduler address tcp://HOST:PORT "
