@@ -329,8 +329,8 @@ class Runner:
     def planned_seconds(self, plan: list) -> float:
         """An upper bound: every start's warm-up to steady state counted at its maximum."""
         total = 0.0
-        for _, m, _, s, pts in plan:
-            if self.gate.reason(m) is None:
+        for _, m, w, s, pts in plan:
+            if self.gate.reason(m, w) is None:
                 starts = sum(1 for p in pts if p.server_cores is not None) + any(p.server_cores is None for p in pts)
                 total += starts * s.steady_max_seconds() + sum(s.warmup_seconds() + p.planned_seconds() for p in pts)
         return total
