@@ -89,3 +89,12 @@ def test_a_bundle_refuses_other_names_and_nothing_built(tmp_path: Path, monkeypa
     monkeypatch.setattr(paths, "STAMPS", tmp_path / "no-stamps")
     with pytest.raises(bundle.BundleError, match="no built row"):
         bundle.write_bundle(tmp_path / "b.tar.zst", ms)
+
+
+def test_every_row_says_what_it_needs_at_run_time() -> None:
+    """run_requires defaults to nothing, so a row that left it out would pass `doctor`'s run check on a
+    bench machine without its runtime: every row writes it, [] for a native binary."""
+    import tomllib
+    missing = [p.parent.name for p in sorted(paths.SERVERS.glob("*/server.toml"))
+               if "run_requires" not in tomllib.loads(p.read_text())]
+    assert missing == [], f"add run_requires = [...] to these server.toml files: {missing}"
