@@ -12,8 +12,8 @@ from .console import console
 
 def bundle_cmd(
     out: Path = typer.Argument(..., help="The bundle to write, e.g. bench.tar.zst."),
-    servers: Optional[list[str]] = typer.Option(None, "--servers", "-s",
-                                                help="Rows to include (repeatable or comma-separated); default: every built row."),
+    servers: Optional[list[str]] = typer.Option(
+        None, "--servers", "-s", help="Rows to include (repeatable or comma-separated); default: every built row."),
 ) -> None:
     """Write the harness, the loadgen and the built rows (no caches) as OUT.tar.zst, to run them on a
     machine without their build toolchains (README: "On a bench machine")."""

@@ -175,4 +175,5 @@ def describe(record: dict[str, Any] | None) -> str | None:
     return text + (f"; {record['note']}" if record.get("note") else "")
 
 
-__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "describe", "settle"]
+__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "describe",
+           "settle"]

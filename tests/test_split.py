@@ -66,7 +66,8 @@ def test_a_real_calibration_measures_both_sides_per_cpu(tmp_path: Path, monkeypa
     assert f"client CPUs {len(client)}" in record["note"] and "× what ref would serve" in record["note"]
 
 
-def test_an_unbuilt_reference_falls_back_to_halves_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unbuilt_reference_falls_back_to_halves_and_says_why(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(paths, "STAMPS", tmp_path / "stamps")
     write_manifest(tmp_path / "servers", "ref", build="true")
     ref = catalog.load_catalog(tmp_path / "servers").servers["ref"]

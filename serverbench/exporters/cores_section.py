@@ -151,10 +151,11 @@ def per_core(wl: WorkloadData) -> Scaling:
         by_k = {k: (rps, o) for k, rps, o in ln.points}
         cells = [fmt_num(by_k[k][0] / k) + (f" {MARK}" if by_k[k][1] else "") if k in by_k else "—" for k in ks]
         rows.append([ln.server, ln.model] + cells + ([notes[ln.model] or ""] if with_notes else []))
-    headers = (["server", "model"] + [f"{k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k in ks]
+    headers = (["server", "model"]
+               + [f"{k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k in ks]
                + (["model note"] if with_notes else []))
-    intro = ("Requests/s per server core at each count (req/s at k cores ÷ k): a row that scales linearly keeps its figure "
-             "across the counts; one that falls uses each added core less (a single loop, a lock, a runtime "
+    intro = ("Requests/s per server core at each count (req/s at k cores ÷ k): a row that scales linearly keeps its "
+             "figure across the counts; one that falls uses each added core less (a single loop, a lock, a runtime "
              "that does not spread).")
     return Scaling(intro, headers, rows, max(ks) if ks else None)
 

@@ -284,7 +284,8 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
                    f'<p class="desc">{esc(pc.intro)}</p>'
                    + table(pc.headers, [[esc(c) for c in r] for r in pc.rows], numeric_from=2),
                    "Both axes logarithmic: a row that scales linearly runs parallel to the dotted line; "
-                   f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load generator.")
+                   f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load "
+                   "generator.")
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "
