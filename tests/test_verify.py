@@ -127,6 +127,13 @@ def test_defect_is_caught_by_the_right_check(server: Callable[..., Running], brk
     assert res[control].passed, res[control]
 
 
+def test_smuggling_shapes_may_be_framed_as_chunked_or_refused(server: Callable[..., Running]) -> None:
+    refuses = by_name(verify(server().url, only=["smuggling"]))["smuggling"]
+    assert refuses.passed and refuses.detail == "TE + CL: 400, closed; duplicate CL: 400, closed", refuses
+    chunked = by_name(verify(server(TE_WINS="1").url, only=["smuggling"]))["smuggling"]
+    assert chunked.passed and chunked.detail.startswith("TE + CL: framed as chunked;"), chunked
+
+
 def test_http10_keepalive_may_be_declined_when_announced(server: Callable[..., Running]) -> None:
     srv = server(HTTP10_DECLINE="1")
     res = by_name(verify(srv.url, only=["http10"]))
