@@ -302,14 +302,14 @@ class Runner:
 
     def _sweep_cpus(self) -> list[int]:
         """The CPUs a sweep's counts go up to and are pinned from, asked once per run: the server
-        machine's with --server-on-cluster; on one machine the run's server CPUs, except a harness-chosen
-        single server CPU (a 2-CPU machine's half), where the sweep goes on to the whole machine so a
-        small machine still shows a second count, flagged cpu-overlap."""
+        machine's with --server-on-cluster; on one machine the run's server CPUs, except on a 2-CPU machine
+        whose split the harness chose (server CPU 0), where the sweep goes on to both CPUs so that it still
+        shows a second count, flagged cpu-overlap."""
         if self._online is None:
             remote = self.opts.server_on_cluster and not (self.opts.cluster or "").startswith("local:")
             own = self.opts.server_cpus
-            chosen_one = own is not None and len(own) == 1 and self.opts.split != "manual"
-            self._online = (self.server_cpus_online() if remote or own is None or chosen_one else list(own))
+            two = own is not None and len(own) == 1 and self.opts.split != "manual" and len(self.machine_cpus) == 2
+            self._online = (self.server_cpus_online() if remote or own is None or two else list(own))
         return self._online
 
     def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:

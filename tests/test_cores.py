@@ -99,7 +99,12 @@ def test_the_sweep_stays_on_the_server_cpus_given(tmp_path: Path) -> None:
     assert [p.label for p in r.size(w).points] == ["cores=1"]
     # the harness's own split giving the server 1 CPU of 2: on to the whole machine (cores=2 flagged)
     r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1], split="auto")
+    r.machine_cpus = [0, 1]
     assert [p.label for p in r.size(w).points] == ["cores=1", "cores=2"]
+    # … only on 2 CPUs: an auto split giving the server 1 CPU of 16 keeps the sweep off the client's 15
+    r = _runner(tmp_path, 16, server_cpus=[0], client_cpus=list(range(1, 16)), split="auto")
+    r.machine_cpus = list(range(16))
+    assert [p.label for p in r.size(w).points] == ["cores=1"]
     # an auto split of 16 CPUs giving the server 5: 1, 2, 4, 5 on CPUs 0-4
     r = _runner(tmp_path, 16, server_cpus=list(range(5)), client_cpus=list(range(5, 16)), split="auto")
     assert [p.server_cores for p in r.size(w).points] == [1, 2, 4, 5] and r._sweep_cpus() == [0, 1, 2, 3, 4]
@@ -188,14 +193,14 @@ def test_without_overlap_the_top_count_ranks_and_the_csv_and_html_carry_it() -> 
     assert "speedup, 4 vs 1 core" in html and "×3.33" in html
 
 
-def test_per_core_table_and_scaling_chart(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_per_core_table_scaling_chart_and_model_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     from serverbench.charts import Styles, scaling_chart
     from serverbench.exporters import cores_section
     run, res = _results(top_overlaps=True)
     wl_ = res.workloads[0]
     monkeypatch.setitem(sys.modules, "serverbench.model_notes", None)  # a tree without model notes
     pc = cores_section.per_core(wl_)
-    assert pc.headers == ["server", "model", "1 core", "2 cores", "4 cores ⚠"]  # no model notes module here
+    assert pc.headers == ["server", "model", "1 core", "2 cores", "4 cores ⚠"]
     assert pc.rows[0] == ["scales", "event-loop-per-core", "900", "850", "750 ⚠"]  # 3,000 ÷ 4, overlapped
     md = to_markdown.render(run, res).decode()
     assert "### requests/s per core" in md and "| flat | event-loop | 1,000 | 550 | 288 ⚠ |" in md
@@ -206,12 +211,12 @@ def test_per_core_table_and_scaling_chart(monkeypatch: pytest.MonkeyPatch) -> No
     ideal = next(t for t in fig.data if t.name.startswith("linear"))
     assert list(ideal.y) == [1000, 2000, 4000]  # ×k from the fastest 1-core figure (flat's 1,000)
     assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [1, 2, 4]
-    # the model-notes hook: a module with NOTES adds the column
-    monkeypatch.setitem(sys.modules, "serverbench.model_notes",
-                        SimpleNamespace(NOTES={"event-loop": "one loop: one core at most"}))
-    pc = cores_section.per_core(wl_)
-    assert pc.headers[-1] == "model note" and pc.rows[1][-1] == "one loop: one core at most"
-    assert pc.rows[0][-1] == ""  # a model without a note
+    # each model's note, once per model, in table order, under the per-core table
+    monkeypatch.setitem(cores_section.__dict__, "note", lambda m: {"event-loop": "one loop: one core"}.get(m, ""))
+    assert cores_section.model_notes(wl_) == [("event-loop", "one loop: one core")]
+    md = to_markdown.render(run, res).decode()
+    assert "- **event-loop**: one loop: one core" in md and "<li><b>event-loop</b>: one loop" in to_html.render(
+        run, res).decode()
 
 
 # -- one real run: a fresh start per count, pinned, $WORKERS = k ----------------------------------
@@ -224,6 +229,7 @@ def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: P
     monkeypatch.setattr(runner.Runner, "server_cpus_online", lambda self: [0, 1])
     # the harness's own split of a 2-CPU machine (one server CPU): the sweep goes on to both, flagged
     monkeypatch.setattr(runner.supervisor, "default_cpu_split", lambda: ([0], [1]))
+    monkeypatch.setattr(runner.supervisor, "online_cpus", lambda: [0, 1])  # a 2-CPU machine, whatever CI has
     starts = tmp_path / "starts.jsonl"
     probe = ("import json, os; print(json.dumps({'pid': os.getpid(), 'workers': os.environ['WORKERS'], "
              f"'cpus': sorted(os.sched_getaffinity(0))}}), file=open({str(starts)!r}, 'a'))")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .. import ranking
 from ..aggregate import Group, PointData, WorkloadData
 from ..formatting import fmt_num
+from ..model_notes import note
 
 KIND = "cores"
 MARK = "⚠"
@@ -123,41 +124,28 @@ def lines(wl: WorkloadData) -> list[Line]:
     return out
 
 
-def model_note(model: str) -> str | None:
-    """The note on a concurrency model, from the model-notes data module where the tree has one
-    (`serverbench.model_notes`: a `note(model)` function or a `NOTES` dict); None without it."""
-    import importlib
-    try:
-        mod = importlib.import_module("serverbench.model_notes")
-    except ImportError:
-        return None
-    fn = getattr(mod, "note", None)
-    if callable(fn):
-        return fn(model)
-    notes = getattr(mod, "NOTES", None)
-    return notes.get(model) if isinstance(notes, dict) else None
+def model_notes(wl: WorkloadData) -> list[tuple[str, str]]:
+    """(model, what it predicts: model_notes.NOTES) for each model in the sweep, in table order."""
+    return [(m, n) for m in dict.fromkeys(ln.model for ln in lines(wl)) if (n := note(m))]
 
 
 def per_core(wl: WorkloadData) -> Scaling:
-    """Req/s per server core at each count (req/s ÷ cores: flat = linear scaling, falling = less), with
-    each model's note where the tree has model notes."""
+    """Req/s per server core at each count (req/s ÷ cores: flat = linear scaling, falling = less);
+    the exporters print each model's note under it (model_notes)."""
     ls = lines(wl)
     ks = sorted({k for ln in ls for k, _, _ in ln.points})
     shared = {k for ln in ls for k, _, o in ln.points if o}
-    notes = {ln.model: model_note(ln.model) for ln in ls}
-    with_notes = any(notes.values())
     rows = []
     for ln in ls:
         by_k = {k: (rps, o) for k, rps, o in ln.points}
         cells = [fmt_num(by_k[k][0] / k) + (f" {MARK}" if by_k[k][1] else "") if k in by_k else "—" for k in ks]
-        rows.append([ln.server, ln.model] + cells + ([notes[ln.model] or ""] if with_notes else []))
+        rows.append([ln.server, ln.model] + cells)
     headers = (["server", "model"]
-               + [f"{k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k in ks]
-               + (["model note"] if with_notes else []))
+               + [f"{k} core{'s' if k > 1 else ''}" + (f" {MARK}" if k in shared else "") for k in ks])
     intro = ("Requests/s per server core at each count (req/s at k cores ÷ k): a row that scales linearly keeps its "
              "figure across the counts; one that falls uses each added core less (a single loop, a lock, a runtime "
              "that does not spread).")
     return Scaling(intro, headers, rows, max(ks) if ks else None)
 
 
-__all__ = ["KIND", "MARK", "Line", "Scaling", "scaling", "point_cores", "lines", "per_core", "model_note"]
+__all__ = ["KIND", "MARK", "Line", "Scaling", "scaling", "point_cores", "lines", "per_core", "model_notes"]

@@ -282,7 +282,9 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         pc = cores_section.per_core(wl)
         page.chart(scaling_chart(cores_section.lines(wl), styles, f"{wl.name}: requests/s against server cores"),
                    f'<p class="desc">{esc(pc.intro)}</p>'
-                   + table(pc.headers, [[esc(c) for c in r] for r in pc.rows], numeric_from=2),
+                   + table(pc.headers, [[esc(c) for c in r] for r in pc.rows], numeric_from=2)
+                   + "<ul class=\"desc\">" + "".join(f"<li><b>{esc(m)}</b>: {esc(n)}</li>"
+                                                     for m, n in cores_section.model_notes(wl)) + "</ul>",
                    "Both axes logarithmic: a row that scales linearly runs parallel to the dotted line; "
                    f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load "
                    "generator.")

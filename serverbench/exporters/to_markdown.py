@@ -120,7 +120,8 @@ def _scaling(wl: Any) -> list[str]:
     pc = cores_section.per_core(wl)
     lines += ["### requests/s per core", "", pc.intro, "", "| " + " | ".join(pc.headers) + " |",
               "|" + "|".join("---" for _ in pc.headers) + "|"]
-    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in pc.rows] + [""]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in pc.rows] + [""]
+    return lines + [f"- **{m}**: {n}" for m, n in cores_section.model_notes(wl)] + [""]
 
 
 def _not_run(pt: Any) -> list[str]:
