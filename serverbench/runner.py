@@ -78,6 +78,12 @@ def _steady_point(p: Point) -> Point:
     return _calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
 
 
+def _planned_s(size: Size, p: Point, first: bool) -> float:
+    """A cell's share of the planned time: its warm-up (a start's first point: up to steady_max) and load."""
+    steady = size.steady_max_seconds()
+    return (steady if first and steady > 0 else size.warmup_seconds()) + p.planned_seconds()
+
+
 def _calibration_point(p: Point) -> Point:
     return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
@@ -332,7 +338,9 @@ class Runner:
         for _, m, w, s, pts in plan:
             if self.gate.reason(m, w) is None:
                 starts = sum(1 for p in pts if p.server_cores is not None) + any(p.server_cores is None for p in pts)
-                total += starts * s.steady_max_seconds() + sum(s.warmup_seconds() + p.planned_seconds() for p in pts)
+                steady = s.steady_max_seconds()
+                total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
+                    _planned_s(s, p, first=False) for p in pts)
         return total
 
     # -- running ----------------------------------------------------------------------------
@@ -400,7 +408,7 @@ class Runner:
                     if start_s is not None:
                         cell.metrics.server_start_s = round(start_s, 3)
                         start_s = None
-                    self._record(cell, size.warmup_seconds() + p.planned_seconds())
+                    self._record(cell, _planned_s(size, p, first=p is todo[0]))
                     pending.pop(0)
         except supervisor.ServerStartError as e:
             tail = _file_tail(log_path)
@@ -409,7 +417,7 @@ class Runner:
                                         error=f"server did not start: {str(e).splitlines()[0]}",
                                         log_tail=tail, started_at=now_iso(), finished_at=now_iso(),
                                         metrics={"ready_timeout_s": self.opts.ready_timeout, **extra}),
-                             size.warmup_seconds() + p.planned_seconds())
+                             _planned_s(size, p, first=p is todo[0]))
 
     def server_cpus_online(self) -> list[int]:
         """The CPUs of the machine the server runs on (a cores sweep goes up to their count)."""
