@@ -336,7 +336,8 @@ class Group:
             add(kind, severity, text)  # type: ignore[arg-type]
         for f in self.cpu_findings:  # far above its runtime family's CPU per request (outliers.py)
             add(f.kind, f.severity, f.text())
-        if self.bad:
+        if self.bad and (self.ok or any(c.status != "skipped" for c in self.bad)):
+            # (a row with every repetition skipped is named with the reason under its point instead)
             first = self.bad[0]
             add("failed", "error", f"{len(self.bad)} of {len(self.ok) + len(self.bad)} repetitions "
                                    f"{first.status} — {first.error or 'no error message'}")
