@@ -3,6 +3,7 @@
 use crate::request::{parse_url, Body, RequestSpec};
 use crate::schedule::Schedule;
 use crate::units::{flag_duration, Think};
+use crate::net::Backend;
 use clap::Parser;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -113,6 +114,9 @@ pub struct Args {
     /// Be killed (SIGKILL) when the parent process dies; also LOADGEN_DIE_WITH_PARENT=1
     #[arg(long)]
     pub die_with_parent: bool,
+    /// I/O backend: uring, epoll, or auto (uring where the kernel allows it, else epoll)
+    #[arg(long, default_value = "auto")]
+    pub io: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,6 +159,21 @@ pub struct Config {
     pub shard: (usize, usize),
     /// When the measured window starts (--start-at).
     pub start_at: Option<SystemTime>,
+    /// The I/O backend --io resolved to.
+    pub io: Backend,
+}
+
+/// `--io`: auto takes io_uring where this kernel (and any seccomp filter) allows it.
+pub fn resolve_io(flag: &str) -> Result<Backend, String> {
+    match flag {
+        "epoll" => Ok(Backend::Epoll),
+        "uring" => match crate::uring::unavailable() {
+            None => Ok(Backend::Uring),
+            Some(why) => Err(format!("--io uring: {why}; use --io epoll")),
+        },
+        "auto" => Ok(if crate::uring::unavailable().is_none() { Backend::Uring } else { Backend::Epoll }),
+        _ => Err(format!("--io `{flag}` must be uring, epoll or auto")),
+    }
 }
 
 /// "i/N" with i < N.
@@ -310,7 +329,8 @@ impl Config {
             Mode::Open => a.max_connections as u64,
             Mode::Sessions => schedule.as_ref().map(|s| s.max_value().ceil() as u64).unwrap_or(0),
         };
-        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at };
+        let io = resolve_io(&a.io)?;
+        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at, io };
         cfg.max_sockets = (0..cfg.args.threads).map(|t| cfg.share_of(total_sockets, t)).sum();
         if cfg.max_sockets == 0 && mode == Mode::Closed {
             return Err(format!("--connections {} gives shard {}/{} none; give at least one per shard", cfg.args.connections, shard.0, shard.1));

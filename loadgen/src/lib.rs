@@ -2,7 +2,9 @@
 //! corrected) and session load models. See docs/DESIGN.md for the CLI and the
 //! `loadgen/1` JSON schema.
 
+pub mod bufring;
 pub mod cli;
+pub mod epoll;
 pub mod histo;
 pub mod limits;
 pub mod models;
@@ -18,6 +20,7 @@ pub mod signals;
 pub mod template;
 pub mod timer;
 pub mod units;
+pub mod uring;
 pub mod worker;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

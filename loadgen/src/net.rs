@@ -1,23 +1,38 @@
-//! The connection machinery of one worker thread: sockets, buffers, response
-//! parsing, timeouts and reconnects, for whichever load model drives it. Hot
+//! The connection machinery of one worker thread: buffers, requests in
+//! flight, response parsing, timeouts and reconnects, for whichever load model
+//! drives it, over either I/O backend (`Sockets`: `epoll` or `uring`). Hot
 //! path per request: copy the pre-serialized request into a reused write
-//! buffer, one write, one read into a reused buffer, in-place parse, one
-//! histogram record — no allocation.
+//! buffer, write it, read into a reused buffer, in-place parse, one histogram
+//! record — no allocation.
 
 use crate::models::{Io, Model};
 use crate::record::{ErrorClass, Recorder};
 use crate::request::RequestBytes;
 use crate::response::{ParseError, Response, ResponseParser, MAX_HEAD};
-use mio::net::TcpStream;
-use mio::{Interest, Registry, Token};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-const RBUF_START: usize = 4096;
+pub(crate) const RBUF_START: usize = 4096;
 const RBUF_MAX: usize = MAX_HEAD * 2;
+
+/// Which I/O backend the workers use (`--io`, resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Epoll,
+    Uring,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Epoll => "epoll",
+            Backend::Uring => "uring",
+        }
+    }
+}
 
 /// Everything the workers share, read-only.
 #[derive(Debug, Clone)]
@@ -29,6 +44,7 @@ pub struct Plan {
     pub timeout: Duration,
     pub threads: usize,
     pub seed: u64,
+    pub io: Backend,
     /// Load starts (warm-up included); schedules count from here.
     pub start: Instant,
     pub measure_start: Instant,
@@ -43,25 +59,40 @@ struct Pending {
     measured: bool,
 }
 
-struct Conn {
-    sock: Option<TcpStream>,
-    connected: bool,
+pub(crate) struct Conn {
+    /// A socket is open (connecting or connected) in the backend.
+    pub(crate) open: bool,
+    pub(crate) connected: bool,
     opened_at: Instant,
-    wbuf: Vec<u8>,
-    wpos: usize,
+    /// Requests serialized and not yet handed to the backend.
+    pub(crate) wbuf: Vec<u8>,
+    pub(crate) wpos: usize,
     /// In `Net::dirty`: has bytes to write once the model returns.
     dirty: bool,
-    rbuf: Vec<u8>,
-    rlen: usize,
+    pub(crate) rbuf: Vec<u8>,
+    pub(crate) rlen: usize,
     parser: ResponseParser,
     inflight: VecDeque<Pending>,
 }
 
-pub struct Net<'a> {
-    plan: &'a Plan,
-    /// A handle on the worker's poll (a dup of its epoll fd).
-    registry: Registry,
-    conns: Vec<Conn>,
+/// One I/O backend's sockets: it opens and closes them, writes what
+/// `Net::next_dirty` hands it, and waits for I/O, reporting to `Net`.
+pub trait Sockets: Sized {
+    /// Start connecting slot `i` to `addr`. False: it failed at once.
+    fn connect(&mut self, i: usize, addr: SocketAddr) -> bool;
+    /// Close slot `i`'s socket; nothing more is reported for it.
+    fn close(&mut self, i: usize);
+    /// Write what the model queued on every connection that has new requests.
+    fn flush_dirty<M: Model>(net: &mut Net<'_, Self>, m: &mut M, now: Instant);
+    /// Wait for I/O until `wake` at the latest and report what happened.
+    /// Nothing after the plan's end is reported.
+    fn wait<M: Model>(net: &mut Net<'_, Self>, m: &mut M, wake: Instant, now: Instant) -> io::Result<()>;
+}
+
+pub struct Net<'a, S: Sockets> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) sock: S,
+    pub(crate) conns: Vec<Conn>,
     pub rec: Recorder,
     rng: Pcg64Mcg,
     scratch: Vec<u8>,
@@ -81,7 +112,7 @@ pub struct Net<'a> {
 /// ephemeral ports run short), and must not run past the plan's end.
 const CLOCK_EVERY: u32 = 64;
 
-impl<'a> Io for Net<'a> {
+impl<'a, S: Sockets> Io for Net<'a, S> {
     fn take(&mut self, intended: Instant) -> Option<bool> {
         if self.plan.end.is_some_and(|e| intended >= e) || self.ended {
             return None;
@@ -104,7 +135,7 @@ impl<'a> Io for Net<'a> {
 
     fn add_slot(&mut self) -> usize {
         self.conns.push(Conn {
-            sock: None,
+            open: false,
             connected: false,
             opened_at: self.plan.start,
             wbuf: Vec::new(),
@@ -123,13 +154,11 @@ impl<'a> Io for Net<'a> {
         if self.past_end() {
             return false;
         }
-        let Ok(mut s) = TcpStream::connect(self.plan.addr) else { return false };
-        let _ = s.set_nodelay(true);
-        if self.registry.register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE).is_err() {
+        if !self.sock.connect(i, self.plan.addr) {
             return false;
         }
         let c = &mut self.conns[i];
-        c.sock = Some(s);
+        c.open = true;
         c.connected = false;
         c.opened_at = now;
         c.rlen = 0;
@@ -142,7 +171,7 @@ impl<'a> Io for Net<'a> {
     }
 
     fn is_open(&self, i: usize) -> bool {
-        self.conns[i].sock.is_some()
+        self.conns[i].open
     }
 
     fn in_flight(&self, i: usize) -> usize {
@@ -163,8 +192,9 @@ impl<'a> Io for Net<'a> {
 
     fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        if let Some(mut s) = c.sock.take() {
-            let _ = self.registry.deregister(&mut s);
+        if c.open {
+            c.open = false;
+            self.sock.close(i);
             self.active_conns -= 1;
         }
         c.connected = false;
@@ -188,11 +218,11 @@ impl<'a> Io for Net<'a> {
     }
 }
 
-impl<'a> Net<'a> {
-    pub fn new(plan: &'a Plan, registry: Registry, rec: Recorder, rng: Pcg64Mcg, budget: Option<u64>) -> Net<'a> {
+impl<'a, S: Sockets> Net<'a, S> {
+    pub fn new(plan: &'a Plan, sock: S, rec: Recorder, rng: Pcg64Mcg, budget: Option<u64>) -> Net<'a, S> {
         Net {
             plan,
-            registry,
+            sock,
             conns: Vec::new(),
             rec,
             rng,
@@ -215,19 +245,15 @@ impl<'a> Net<'a> {
         self.ended
     }
 
-    /// Write what models queued; a failed write fails its connection, which
-    /// the model hears about (and may queue more).
-    pub fn flush_dirty<M: Model>(&mut self, m: &mut M, now: Instant) {
-        while let Some(i) = self.dirty.pop() {
-            self.conns[i].dirty = false;
-            if self.conns[i].sock.is_some() {
-                self.flush(m, i, now);
-            }
-        }
+    /// The next connection with requests queued since the last flush.
+    pub(crate) fn next_dirty(&mut self) -> Option<usize> {
+        let i = self.dirty.pop()?;
+        self.conns[i].dirty = false;
+        Some(i)
     }
 
     /// The connection failed: every request on it ends with `class`.
-    fn fail<M: Model>(&mut self, m: &mut M, i: usize, class: ErrorClass, now: Instant) {
+    pub(crate) fn fail<M: Model>(&mut self, m: &mut M, i: usize, class: ErrorClass, now: Instant) {
         let c = &mut self.conns[i];
         while let Some(p) = c.inflight.pop_front() {
             self.inflight_total -= 1;
@@ -246,104 +272,58 @@ impl<'a> Net<'a> {
         m.on_closed(self, i, now, Some(class));
     }
 
-    /// Write what is buffered. Returns false if the connection failed.
-    fn flush<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
+    /// Connection `i`'s connect completed: it is counted (warm-up too: warm
+    /// connections serve the measured run) and may be written to.
+    pub(crate) fn on_connected(&mut self, i: usize) {
+        self.conns[i].connected = true;
+        self.rec.connections_opened += 1;
+    }
+
+    /// Room to read into on `i` (its buffer grows to a bound as needed).
+    pub(crate) fn spare(&mut self, i: usize) -> &mut [u8] {
         let c = &mut self.conns[i];
-        if !c.connected {
-            return true;
+        if c.rbuf.len() - c.rlen < 512 && c.rbuf.len() < RBUF_MAX {
+            let n = (c.rbuf.len() * 2).clamp(RBUF_START, RBUF_MAX);
+            c.rbuf.resize(n, 0);
         }
-        while c.wpos < c.wbuf.len() {
-            let Some(s) = c.sock.as_mut() else { return true };
-            match s.write(&c.wbuf[c.wpos..]) {
-                Ok(0) => break,
-                Ok(n) => c.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        if c.wpos == c.wbuf.len() {
-            c.wbuf.clear();
-            c.wpos = 0;
-            return true;
-        }
-        self.fail(m, i, ErrorClass::Write, now);
-        false
+        &mut c.rbuf[c.rlen..]
     }
 
-    /// Readiness on connection `i`.
-    pub fn on_event<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, readable: bool, writable: bool, drain: bool) {
-        if i >= self.conns.len() || self.conns[i].sock.is_none() {
-            return; // stale event for a closed connection
+    /// `n` bytes arrived in `spare(i)`: parse them. Returns false if the
+    /// connection is not to be read further.
+    pub(crate) fn received<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, n: usize) -> bool {
+        self.conns[i].rlen += n;
+        if now >= self.plan.measure_start {
+            self.rec.bytes_read += n as u64;
         }
-        if !self.conns[i].connected {
-            let s = self.conns[i].sock.as_ref().expect("checked above");
-            let state = match s.take_error() {
-                Ok(Some(_)) | Err(_) => Err(()),
-                Ok(None) => match s.peer_addr() {
-                    Ok(_) => Ok(true),
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                    Err(_) => Err(()),
-                },
-            };
-            match state {
-                Ok(false) => return,
-                Err(()) => return self.fail(m, i, ErrorClass::Connect, now),
-                Ok(true) => {
-                    self.conns[i].connected = true;
-                    // counted during warm-up too: warm connections serve the measured run
-                    self.rec.connections_opened += 1;
-                    if !self.flush(m, i, now) {
-                        return;
-                    }
-                }
-            }
-        } else if writable && !self.flush(m, i, now) {
-            return;
-        }
-        if readable {
-            self.read(m, i, now, drain);
-        }
+        self.parse(m, i, now)
     }
 
-    fn read<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, drain: bool) {
-        loop {
-            let c = &mut self.conns[i];
-            if c.rbuf.len() - c.rlen < 512 && c.rbuf.len() < RBUF_MAX {
-                let n = (c.rbuf.len() * 2).clamp(RBUF_START, RBUF_MAX);
-                c.rbuf.resize(n, 0);
+    /// `data` arrived on `i` in a buffer of the backend's: copy and parse it.
+    pub(crate) fn received_from<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, mut data: &[u8]) -> bool {
+        while !data.is_empty() {
+            let room = self.spare(i);
+            if room.is_empty() {
+                // more unparsed bytes than the bound: not a response this parser reads
+                self.fail(m, i, ErrorClass::Malformed, now);
+                return false;
             }
-            let space = c.rbuf.len() - c.rlen;
-            let Some(s) = c.sock.as_mut() else { return };
-            match s.read(&mut c.rbuf[c.rlen..]) {
-                Ok(0) => return self.on_eof(m, i, now),
-                Ok(n) => {
-                    c.rlen += n;
-                    if now >= self.plan.measure_start {
-                        self.rec.bytes_read += n as u64;
-                    }
-                    if !self.parse(m, i, now) {
-                        return;
-                    }
-                    // A short read drained the socket; epoll reports new data
-                    // as a new edge. Only a pending close must be read to EOF.
-                    if n < space && !drain {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail(m, i, ErrorClass::Read, now),
+            let n = room.len().min(data.len());
+            room[..n].copy_from_slice(&data[..n]);
+            data = &data[n..];
+            if !self.received(m, i, now, n) {
+                return false;
             }
         }
+        true
     }
 
-    fn on_eof<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) {
+    pub(crate) fn on_eof<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) {
         match self.conns[i].parser.eof() {
             Ok(Some(r)) => {
                 self.done.clear();
                 self.done.push(r);
-                if self.deliver(m, i, now) && self.conns[i].sock.is_some() {
+                if self.deliver(m, i, now) && self.conns[i].open {
                     self.eof_idle(m, i, now)
                 }
             }
@@ -399,7 +379,7 @@ impl<'a> Net<'a> {
             self.fail(m, i, ErrorClass::Malformed, now);
             return false;
         }
-        self.conns[i].sock.is_some()
+        self.conns[i].open
     }
 
     /// Record the responses in `self.done` and hand them to the model.
@@ -428,7 +408,7 @@ impl<'a> Net<'a> {
     pub fn scan_timeouts<M: Model>(&mut self, m: &mut M, now: Instant) {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.sock.is_none() {
+            if !c.open {
                 continue;
             }
             if !c.connected {

@@ -27,6 +27,7 @@ pub fn config_json(cfg: &Config) -> Value {
         },
         "connections": if cfg.mode == Mode::Closed { json!(a.connections) } else { Value::Null },
         "threads": a.threads,
+        "io": cfg.io.name(),
         "rate": a.rate,
         "poisson": a.poisson,
         "max_connections": if cfg.mode == Mode::Open { json!(a.max_connections) } else { Value::Null },

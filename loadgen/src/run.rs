@@ -43,6 +43,7 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
         timeout: cfg.timeout,
         threads: cfg.args.threads,
         seed: cfg.seed(),
+        io: cfg.io,
         start,
         measure_start,
         end: cfg.duration.map(|d| measure_start + d),

@@ -1,6 +1,7 @@
 //! Ends on time (issue 29): whatever the server does, loadgen writes its JSON
 //! and exits within a second of its plan's end (warm-up + duration).
 
+#[macro_use]
 mod common;
 
 use clap::Parser;
@@ -54,7 +55,6 @@ fn stalls_some(stalled: std::ops::Range<usize>) -> TestServer {
     })
 }
 
-#[test]
 fn a_server_stalling_64_of_400_connections_does_not_overrun_the_plan() {
     // users 200..264 arrive about 1.5 s in, after the warm-up: their requests are measured
     let srv = stalls_some(200..264);
@@ -66,7 +66,6 @@ fn a_server_stalling_64_of_400_connections_does_not_overrun_the_plan() {
     assert!(o.summary("unanswered_oldest_us") >= 2_000_000, "{}", o.json["summary"]);
 }
 
-#[test]
 fn a_server_that_accepts_and_never_reads_does_not_overrun_the_plan() {
     let srv = serve(|s, _| {
         std::thread::sleep(Duration::from_secs(20));
@@ -75,7 +74,6 @@ fn a_server_that_accepts_and_never_reads_does_not_overrun_the_plan() {
     assert_on_time(&sessions_ramp(&srv.url("/"), &[]), "never reads");
 }
 
-#[test]
 fn a_server_that_drips_bytes_does_not_overrun_the_plan() {
     let srv = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -92,7 +90,6 @@ fn a_server_that_drips_bytes_does_not_overrun_the_plan() {
     assert_on_time(&sessions_ramp(&srv.url("/"), &[]), "drips bytes");
 }
 
-#[test]
 fn a_server_that_resets_does_not_overrun_the_plan() {
     let srv = serve(|mut s: TcpStream, _| {
         let mut b = [0u8; 64];
@@ -148,7 +145,6 @@ fn thread_pool(workers: usize, delay: Duration) -> TestServer {
     TestServer { port, counters }
 }
 
-#[test]
 fn a_thread_pool_server_busy_with_64_sessions_does_not_overrun_the_plan() {
     let srv = thread_pool(64, Duration::ZERO);
     assert_on_time(&sessions_ramp(&srv.url("/"), &[]), "64-thread pool");
@@ -189,12 +185,11 @@ impl Model for SlowTurn {
     }
 }
 
-#[test]
 fn one_long_loop_turn_stops_at_the_plan_end() {
     // a listener that never accepts: connects complete in its backlog, nothing answers
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
-    let cfg = Config::from_args(Args::try_parse_from(["loadgen", url.as_str(), "-d", "1s"]).unwrap()).unwrap();
+    let cfg = Config::from_args(Args::try_parse_from(["loadgen", url.as_str(), "-d", "1s", "--io", io()]).unwrap()).unwrap();
     let plan = build_plan(&cfg, Instant::now()).unwrap();
     let end = plan.end.unwrap();
     // 3,000 requests of 1 ms each: a 3 s turn for a 1 s plan
@@ -205,3 +200,12 @@ fn one_long_loop_turn_stops_at_the_plan_end() {
     assert_eq!(rec.errors[ErrorClass::Connect as usize], 0, "the end is not a connect error");
     drop(listener);
 }
+
+per_backend!(
+    a_server_stalling_64_of_400_connections_does_not_overrun_the_plan,
+    a_server_that_accepts_and_never_reads_does_not_overrun_the_plan,
+    a_server_that_drips_bytes_does_not_overrun_the_plan,
+    a_server_that_resets_does_not_overrun_the_plan,
+    a_thread_pool_server_busy_with_64_sessions_does_not_overrun_the_plan,
+    one_long_loop_turn_stops_at_the_plan_end,
+);

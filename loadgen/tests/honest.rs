@@ -1,6 +1,7 @@
 //! Honest numbers (issue 14): every due request counts, no self-made errors,
 //! a run can be ended early and still reports.
 
+#[macro_use]
 mod common;
 
 use common::*;
@@ -39,7 +40,6 @@ fn hist(o: &Outcome, name: &str) -> loadgen::histo::Hist {
     loadgen::histo::decode(o.json["histograms"][name].as_str().unwrap()).unwrap()
 }
 
-#[test]
 fn open_load_against_a_stall_counts_every_due_request() {
     let (srv, stalled) = answers_then_stalls(100);
     let o = loadgen(&[&srv.url("/"), "--rate", "200", "-d", "3s", "--max-connections", "5"]);
@@ -68,7 +68,6 @@ fn open_load_against_a_stall_counts_every_due_request() {
     assert_eq!(o.json["interrupted"], false);
 }
 
-#[test]
 fn closed_load_timeouts_sit_in_the_histogram_at_their_timeout() {
     let (srv, _) = answers_then_stalls(50);
     let o = loadgen(&[&srv.url("/"), "-c", "4", "-d", "3s", "--timeout", "1s"]);
@@ -88,7 +87,6 @@ fn closed_load_timeouts_sit_in_the_histogram_at_their_timeout() {
     assert!(worst.unwrap() >= 999_000);
 }
 
-#[test]
 fn a_full_backlog_drops_requests_and_still_counts_them() {
     let blackhole = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -108,7 +106,6 @@ fn a_full_backlog_drops_requests_and_still_counts_them() {
     assert!((400_000..600_000).contains(&p50), "median age {p50} µs");
 }
 
-#[test]
 fn a_refusing_port_backs_off_instead_of_counting_retries() {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
@@ -122,11 +119,11 @@ fn a_refusing_port_backs_off_instead_of_counting_retries() {
     assert!(per_second.iter().all(|&n| n <= 80), "{per_second:?}");
 }
 
-#[test]
 fn sigint_ends_the_run_and_still_writes_the_json() {
     let srv = hello_server();
     let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
         .args([&srv.url("/"), "-c", "2", "-d", "30s", "--json", "-", "--quiet"])
+        .args(io_args())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -145,11 +142,10 @@ fn sigint_ends_the_run_and_still_writes_the_json() {
     assert!(json["summary"]["ok"].as_u64().unwrap() > 0);
 }
 
-#[test]
 fn die_with_parent_leaves_no_loadgen_behind() {
     let srv = hello_server();
     let lg = env!("CARGO_BIN_EXE_loadgen");
-    let script = format!("'{lg}' '{}' -c 1 -d 20s --quiet --die-with-parent >/dev/null & echo $!; wait", srv.url("/"));
+    let script = format!("'{lg}' '{}' -c 1 -d 20s --quiet --die-with-parent --io {} >/dev/null & echo $!; wait", srv.url("/"), io());
     let mut sh = Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line).unwrap();
@@ -169,3 +165,12 @@ fn die_with_parent_leaves_no_loadgen_behind() {
     }
     assert!(!alive(), "loadgen outlived its parent");
 }
+
+per_backend!(
+    open_load_against_a_stall_counts_every_due_request,
+    closed_load_timeouts_sit_in_the_histogram_at_their_timeout,
+    a_full_backlog_drops_requests_and_still_counts_them,
+    a_refusing_port_backs_off_instead_of_counting_retries,
+    sigint_ends_the_run_and_still_writes_the_json,
+    die_with_parent_leaves_no_loadgen_behind,
+);

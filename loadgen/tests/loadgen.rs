@@ -1,5 +1,6 @@
 //! End-to-end tests: the loadgen binary against tiny servers written here.
 
+#[macro_use]
 mod common;
 
 use common::*;
@@ -23,6 +24,7 @@ fn bad_usage_is_one_line_and_exit_2() {
         vec!["http://127.0.0.1:1/", "--bogus"],
         vec!["http://127.0.0.1:1/", "-c", "10000000"],
         vec!["http://127.0.0.1:1/", "--rate", "x"],
+        vec!["http://127.0.0.1:1/", "--io", "kqueue"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_loadgen")).args(&args).output().unwrap();
         let err = String::from_utf8(out.stderr).unwrap();
@@ -34,7 +36,6 @@ fn bad_usage_is_one_line_and_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("open files"));
 }
 
-#[test]
 fn exact_request_count_across_threads() {
     let srv = hello_server();
     let o = loadgen(&[&srv.url("/"), "-n", "1237", "-c", "9", "-t", "2"]);
@@ -45,9 +46,9 @@ fn exact_request_count_across_threads() {
     assert_eq!(srv.counters.requests.load(Ordering::SeqCst), 1237, "server saw exactly N requests");
     assert_eq!(o.json["status_codes"]["200"], 1237);
     assert_eq!(o.json["schema"], "loadgen/1");
+    assert_eq!(o.json["config"]["io"], io(), "the backend it ran on");
 }
 
-#[test]
 fn keepalive_reuses_connections_and_no_keepalive_does_not() {
     let srv = hello_server();
     let o = loadgen(&[&srv.url("/"), "-n", "300", "-c", "4"]);
@@ -62,7 +63,6 @@ fn keepalive_reuses_connections_and_no_keepalive_does_not() {
     assert_eq!(srv.counters.conn_close_headers.load(Ordering::SeqCst), 300);
 }
 
-#[test]
 fn pipelined_requests_are_in_flight_together_and_answered_in_order() {
     // Answers each batch of pipelined requests in one write, alternating
     // Content-Length and chunked framing, with the request's sequence number.
@@ -91,7 +91,6 @@ fn pipelined_requests_are_in_flight_together_and_answered_in_order() {
     assert!(q <= 8, "more than P requests in flight ({q})");
 }
 
-#[test]
 fn chunked_bodies_split_across_writes() {
     let srv = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -119,7 +118,6 @@ fn chunked_bodies_split_across_writes() {
     assert_eq!(srv.counters.accepted.load(Ordering::SeqCst), 3, "chunked keeps the connection");
 }
 
-#[test]
 fn close_delimited_bodies_complete_at_eof() {
     let srv = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -135,7 +133,6 @@ fn close_delimited_bodies_complete_at_eof() {
     assert_eq!(o.summary("bytes_read"), 60 * 73, "every body byte read to EOF");
 }
 
-#[test]
 fn stalling_server_shows_in_corrected_but_not_service_latency() {
     // Stalls for 1 s every 2 s: a request arriving in [2k, 2k+1) s is
     // answered at 2k+1 s.
@@ -172,7 +169,6 @@ fn stalling_server_shows_in_corrected_but_not_service_latency() {
     assert_eq!(a.len(), o.summary("responses"));
 }
 
-#[test]
 fn server_that_never_answers_times_out_on_time() {
     let srv = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -187,7 +183,6 @@ fn server_that_never_answers_times_out_on_time() {
     assert_eq!(o.summary("errors"), t, "only timeouts");
 }
 
-#[test]
 fn requests_still_waiting_at_the_end_are_reported_unanswered() {
     // A bounded pool that never gets to these connections: no response, no timeout
     // within the run — the stall must still show in the result.
@@ -209,7 +204,6 @@ fn requests_still_waiting_at_the_end_are_reported_unanswered() {
     assert_eq!(o.summary("unanswered"), 0);
 }
 
-#[test]
 fn resets_and_garbage_are_classified() {
     let reset = serve(|s, c| {
         let mut r = Requests::new(s);
@@ -261,7 +255,6 @@ fn resets_and_garbage_are_classified() {
     assert_eq!(o.summary("requests"), 25, "a bad status is still one request");
 }
 
-#[test]
 fn refused_connections_are_connect_errors_and_end_on_time() {
     // bind then drop: a port with nothing listening
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -275,7 +268,6 @@ fn refused_connections_are_connect_errors_and_end_on_time() {
     assert_eq!(o.errors("connect"), 77, "exactly N attempts, each an error");
 }
 
-#[test]
 fn open_load_hits_its_rate_and_follows_stages() {
     let srv = hello_server();
     let o = loadgen(&[&srv.url("/"), "--rate", "300", "-d", "2s"]);
@@ -293,7 +285,6 @@ fn open_load_hits_its_rate_and_follows_stages() {
     assert!((n - 300).abs() <= 2, "ramp gave {n}, expected 300");
 }
 
-#[test]
 fn sessions_send_k_requests_per_user_with_think_time() {
     let srv = hello_server();
     let o = loadgen(&[
@@ -321,7 +312,6 @@ fn sessions_send_k_requests_per_user_with_think_time() {
     assert!(o.wall < Duration::from_secs(3), "took {:?}", o.wall);
 }
 
-#[test]
 fn templates_draw_values_from_the_distribution() {
     use std::sync::Mutex;
     let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
@@ -361,7 +351,6 @@ fn templates_draw_values_from_the_distribution() {
     assert_eq!(*seen2.lock().unwrap(), seen);
 }
 
-#[test]
 fn histograms_from_two_processes_merge_exactly() {
     let srv = hello_server();
     let a = loadgen(&[&srv.url("/"), "-n", "500", "-c", "2"]);
@@ -376,7 +365,6 @@ fn histograms_from_two_processes_merge_exactly() {
     assert_eq!(tl, 500, "timeline counts add up to the summary");
 }
 
-#[test]
 fn two_shards_start_together_and_split_the_load_exactly() {
     let srv = hello_server();
     let url = srv.url("/");
@@ -384,8 +372,11 @@ fn two_shards_start_together_and_split_the_load_exactly() {
     let at = format!("{:.6}", at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
     let runs: Vec<_> = (0..2)
         .map(|i| {
-            let (url, at) = (url.clone(), at.clone());
-            std::thread::spawn(move || loadgen(&[&url, "--rate", "400", "-d", "1s", "--shard", &format!("{i}/2"), "--start-at", &at]))
+            let (url, at, io) = (url.clone(), at.clone(), io());
+            std::thread::spawn(move || {
+                set_io(io);
+                loadgen(&[&url, "--rate", "400", "-d", "1s", "--shard", &format!("{i}/2"), "--start-at", &at])
+            })
         })
         .collect();
     let outs: Vec<Outcome> = runs.into_iter().map(|h| h.join().unwrap()).collect();
@@ -405,3 +396,21 @@ fn two_shards_start_together_and_split_the_load_exactly() {
     let past = Command::new(env!("CARGO_BIN_EXE_loadgen")).args([&url, "-n", "1", "--start-at", "1000"]).output().unwrap();
     assert_eq!(past.status.code(), Some(2), "an instant in the past is a usage error");
 }
+
+per_backend!(
+    exact_request_count_across_threads,
+    keepalive_reuses_connections_and_no_keepalive_does_not,
+    pipelined_requests_are_in_flight_together_and_answered_in_order,
+    chunked_bodies_split_across_writes,
+    close_delimited_bodies_complete_at_eof,
+    stalling_server_shows_in_corrected_but_not_service_latency,
+    server_that_never_answers_times_out_on_time,
+    requests_still_waiting_at_the_end_are_reported_unanswered,
+    resets_and_garbage_are_classified,
+    refused_connections_are_connect_errors_and_end_on_time,
+    open_load_hits_its_rate_and_follows_stages,
+    sessions_send_k_requests_per_user_with_think_time,
+    templates_draw_values_from_the_distribution,
+    histograms_from_two_processes_merge_exactly,
+    two_shards_start_together_and_split_the_load_exactly,
+);

@@ -1,6 +1,7 @@
 //! Tiny HTTP servers for the integration tests, on ports picked by binding 0.
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
@@ -121,11 +122,57 @@ impl Outcome {
     }
 }
 
+thread_local! {
+    /// The --io backend this test thread's loadgen runs use.
+    static IO: Cell<&'static str> = const { Cell::new("auto") };
+}
+
+pub fn io() -> &'static str {
+    IO.with(Cell::get)
+}
+
+/// Threads a test starts say which backend they test too.
+pub fn set_io(io: &'static str) {
+    IO.with(|c| c.set(io));
+}
+
+/// `--io` and this test's backend, for commands a test builds itself.
+pub fn io_args() -> [&'static str; 2] {
+    ["--io", io()]
+}
+
+/// Run `test` with every loadgen run on backend `io`. Where io_uring is not
+/// available its tests say so and stop: there is nothing to test.
+pub fn on_backend(io: &'static str, test: fn()) {
+    if io == "uring" {
+        if let Some(why) = loadgen::uring::unavailable() {
+            eprintln!("io_uring tests skipped: {why}");
+            return;
+        }
+    }
+    set_io(io);
+    test();
+}
+
+/// `#[test]`s `epoll::name` and `uring::name` for each test function `name`.
+#[macro_export]
+macro_rules! per_backend {
+    ($($t:ident),* $(,)?) => {
+        mod epoll {
+            $( #[test] fn $t() { $crate::common::on_backend("epoll", super::$t) } )*
+        }
+        mod uring {
+            $( #[test] fn $t() { $crate::common::on_backend("uring", super::$t) } )*
+        }
+    };
+}
+
 /// Run the loadgen binary with `--json - --quiet` and parse its JSON.
 pub fn loadgen(args: &[&str]) -> Outcome {
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
         .args(args)
+        .args(io_args())
         .args(["--json", "-", "--quiet"])
         .output()
         .expect("run loadgen");
