@@ -11,7 +11,8 @@ from rich.table import Table
 from .cli_common import cpus_option, open_store, selected
 from .console import console, err_console
 from .verify import ServerVerdict, verify_servers
-from .verify.kinds import kind_of
+from .verify.kinds import gates, kind_of
+from .workloads import load_workloads
 
 
 def _result(name: str, passed: bool, skipped: bool) -> str:
@@ -22,7 +23,7 @@ def _result(name: str, passed: bool, skipped: bool) -> str:
         return "[green]pass[/]"
     k = kind_of(name)
     if k.kind == "feature":
-        return f"[yellow]fail: no {k.feature} workloads[/]"
+        return f"[yellow]fail: not run in {gates(name, load_workloads(errors=[]).values())}[/]"
     if k.kind == "robustness":
         return "[yellow]security deviation[/]" if k.security else "[yellow]deviation[/]"
     return "[red]FAIL[/]"

@@ -200,6 +200,9 @@ def test_spec_lists_every_check_with_its_kind_and_gates() -> None:
         assert kind.startswith(k.kind) and ("security" in kind) == k.security, (name, kind)
     real = list(wl.load_workloads().values())
     assert kinds.gated_workloads("pipeline", real) == ["tfb-plaintext"]
+    assert kinds.gates("pipeline", real) == "tfb-plaintext"
+    assert kinds.gates("http10", real) == "the cross-check's ab"
+    assert kinds.gates("smuggling", real) == "nothing (a deviation)" and kinds.gates("root", real) == "every workload"
     assert "tfb-plaintext" in re.search(r"^\| `pipeline` .*$", text, re.M).group(0)
 
 

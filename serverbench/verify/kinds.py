@@ -37,25 +37,15 @@ KINDS: dict[str, CheckKind] = {
     "smuggling": CheckKind("robustness", security=True),
 }
 
-# Every feature a workload (workloads.Feature) or a cross-check tool may use, and the check that
-# protects it. new-connection-per-request is protected by a measurement check: declared so the
-# workload says what it uses, it adds no gate of its own.
-FEATURES: dict[str, tuple[str, str]] = {
-    "pipelining": ("pipeline", "several requests written before the first answer (points with pipeline > 1)"),
-    "new-connection-per-request": ("connection-close", "Connection: close on every request (keepalive = false)"),
-    "http10": ("http10", "HTTP/1.0 requests, kept alive with Connection: keep-alive (the cross-check's ab)"),
-}
+# Features (workloads.Feature, TOOL_FEATURES) and the checks protecting them: pipelining ← pipeline,
+# http10 ← http10 (the cross-check's ab), new-connection-per-request ← connection-close (a measurement
+# check: declared so the workload says what it uses, it adds no gate of its own).
 # Cross-check tools that need a feature on every point: ab speaks HTTP/1.0 only.
 TOOL_FEATURES: dict[str, tuple[str, ...]] = {"ab": ("http10",)}
 
 
 def kind_of(check: str) -> CheckKind:
     return KINDS.get(check, MEASUREMENT)
-
-
-def checks_for(feature: str) -> list[str]:
-    """The feature checks that protect `feature` (measurement checks gate everything anyway)."""
-    return [n for n, k in KINDS.items() if k.kind == "feature" and k.feature == feature]
 
 
 def gated_workloads(check: str, workloads: Iterable[Any]) -> list[str]:
@@ -67,6 +57,16 @@ def gated_workloads(check: str, workloads: Iterable[Any]) -> list[str]:
     if k.kind == "measurement":
         return [w.name for w in ws]
     return [w.name for w in ws if k.feature in getattr(w, "features", ())]
+
+
+def gates(check: str, workloads: Iterable[Any]) -> str:
+    """In words, what a failure of `check` keeps a row out of."""
+    k = kind_of(check)
+    if k.kind == "measurement":
+        return "every workload"
+    names = gated_workloads(check, workloads) + [f"the cross-check's {t}" for t, fs in sorted(TOOL_FEATURES.items())
+                                                 if k.feature in fs]
+    return ", ".join(names) or "nothing (a deviation)"
 
 
 @dataclass(frozen=True)
