@@ -1,15 +1,133 @@
 #!/usr/bin/env bash
-# loadgen vs wrk against nginx (`return 200 "Hello, World!"`, 1 worker pinned
-# to CPU 0). Each client is pinned to CPU 1 in turn, same connections,
-# duration, keep-alive and 1 thread; ROUNDS alternating rounds (the order
-# rotates each round). Prints the median requests/s of both, the ratio
-# loadgen/wrk, and the median client CPU per request (user+sys of the client
-# process, from /usr/bin/time). Defaults are the loadgen issue's protocol:
-# 10 s rounds, 3 of each. Single rounds vary by ±10 % on a shared machine;
-# DURATION=5 ROUNDS=7 gives tighter medians (see bench/loadgen_ab.sh).
-# Env: DURATION (s, default 10), ROUNDS (default 3), CONNECTIONS (50), PORT (18100).
+# Client CPU per request: loadgen --io uring, loadgen --io epoll and wrk
+# against nginx (`return 200 "Hello, World!"`, 1 worker pinned to CPU 0), each
+# client pinned to CPU 1 with 1 thread, keep-alive. Requests are counted by
+# nginx (stub_status), so a client cannot flatter itself; CPU is the client
+# process's user+sys (/usr/bin/time). Scenarios: closed load at each of CONNS
+# connections, and open load at RATE req/s over up to 50 connections — loadgen
+# only: wrk has no open load (its -R is wrk2's). ROUNDS alternating rounds (the
+# order rotates each round, so drift hits every client alike); medians.
+# Prints each round, then per scenario the median req/s and µs of client CPU
+# per request of each client, and the ratios uring/wrk, uring/epoll, epoll/wrk,
+# with the load average (figures from a busy machine are not comparable).
+# Env: DURATION (s, default 5), ROUNDS (5), CONNS ("50 400"), RATE (50000), PORT (a free one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-5}
+CONNS=${CONNS:-50 400}
+RATE=${RATE:-50000}
+PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 LOADGEN=loadgen/target/release/loadgen
 [ -x "$LOADGEN" ] || (cd loadgen && cargo build --release --locked -q)
-DURATION=${DURATION:-10} ROUNDS=${ROUNDS:-3} PORT=${PORT:-18100} exec bench/loadgen_ab.sh wrk "$LOADGEN"
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "nginx not found: apt-get install nginx" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "/usr/bin/time not found: apt-get install time" >&2; exit 1; }
+# a kernel without io_uring: loadgen says why in one line
+if ! err=$("$LOADGEN" "http://127.0.0.1:1/" --io uring -n 1 2>&1 >/dev/null); then
+    case "$err" in *"--io uring"*) echo "$err" >&2; exit 1 ;; esac
+fi
+
+OUT=$(mktemp -d /tmp/loadgen-vs-wrk.XXXXXX)
+NGINX_PID=
+stop() {
+    if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
+        kill "$NGINX_PID"
+        wait "$NGINX_PID" 2>/dev/null || true
+    fi
+    rm -rf "$OUT"
+}
+trap stop EXIT INT TERM
+mkdir -p "$OUT/logs"
+cat >"$OUT/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $OUT/nginx.pid;
+error_log $OUT/logs/error.log warn;
+worker_rlimit_nofile 20000;
+events { worker_connections 16000; multi_accept on; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 600s;
+    client_body_temp_path $OUT/tmp_body;
+    proxy_temp_path $OUT/tmp_proxy;
+    fastcgi_temp_path $OUT/tmp_fcgi;
+    uwsgi_temp_path $OUT/tmp_uwsgi;
+    scgi_temp_path $OUT/tmp_scgi;
+    server {
+        listen 127.0.0.1:$PORT backlog=16384;
+        location / { default_type text/plain; return 200 "Hello, World!"; }
+        location = /nginx-status { stub_status; }
+    }
+}
+CONF
+taskset -c 0 nginx -p "$OUT" -e "$OUT/logs/error.log" -c "$OUT/nginx.conf" &
+NGINX_PID=$!
+URL="http://127.0.0.1:$PORT/"
+served() { curl -s "${URL}nginx-status" | awk 'NR == 3 {print $3}'; }
+for _ in $(seq 1 50); do served >/dev/null 2>&1 && [ -n "$(served)" ] && break; sleep 0.1; done
+[ -n "$(served)" ] || { echo "nginx did not start on port $PORT:" >&2; cat "$OUT/logs/error.log" >&2; exit 1; }
+
+# one run: prints "requests_nginx_counted client_cpu_s"
+run_one() {
+    local client=$1 scenario=$2 before after
+    before=$(served)
+    if [ "$client" = wrk ]; then
+        /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 wrk -t1 -c"$scenario" -d"${DURATION}s" "$URL" >/dev/null
+    else
+        local load=(-c "$scenario")
+        [ "$scenario" = open ] && load=(--rate "$RATE" --max-connections 50)
+        /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 "$LOADGEN" "$URL" --io "$client" -t 1 "${load[@]}" \
+            -d "${DURATION}s" --quiet >/dev/null
+    fi
+    after=$(served)
+    # the second status request is counted in `after`
+    echo "$((after - before - 1)) $(awk '{print $1 + $2}' "$OUT/time")"
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+SCENARIOS=($CONNS open)
+for r in $(seq 1 "$ROUNDS"); do
+    for s in "${SCENARIOS[@]}"; do
+        clients=(uring epoll wrk)
+        [ "$s" = open ] && clients=(uring epoll)
+        n=${#clients[@]}
+        line="round $r, $s:"
+        for j in $(seq 0 $((n - 1))); do
+            c=${clients[$(( (j + r - 1) % n ))]}
+            row=$(run_one "$c" "$s")
+            echo "$s $c $row" >>"$OUT/rows"
+            line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" '{printf "  %s %.0f req/s %.2f µs/req", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0)}')
+        done
+        echo "$line"
+    done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$DURATION" "$OUT/rows" "$RATE" <<'PY'
+import collections, statistics, sys
+d, rate = float(sys.argv[1]), sys.argv[3]
+rows = collections.defaultdict(list)
+for line in open(sys.argv[2]):
+    s, c, req, cpu = line.split()
+    if int(req) > 0:
+        rows[s, c].append((int(req), float(cpu)))
+scenarios = list(dict.fromkeys(s for s, _ in rows))
+for s in scenarios:
+    name = f"open load at {rate} req/s" if s == "open" else f"{s} connections"
+    print(f"\n{name} (medians of {len(rows[s, 'uring'])} rounds; client CPU per request nginx counted)")
+    med = {}
+    for c in ("uring", "epoll", "wrk"):
+        if (s, c) not in rows:
+            continue
+        r = rows[s, c]
+        med[c] = statistics.median(cpu / req * 1e6 for req, cpu in r)
+        label = "wrk" if c == "wrk" else f"loadgen --io {c}"
+        print(f"  {label:20s} {statistics.median(req / d for req, _ in r):9.0f} req/s   {med[c]:5.2f} µs/request")
+    if "wrk" not in med:
+        print("  wrk: no open load (wrk keeps a fixed number of connections busy)")
+    for a, b in (("uring", "wrk"), ("uring", "epoll"), ("epoll", "wrk")):
+        if a in med and b in med:
+            print(f"  ratio {a}/{b}: {med[a] / med[b]:.3f}")
+PY
