@@ -1,0 +1,92 @@
+// bun: Bun.serve — one JavaScript event loop; HTTP/1.1 parsing, keep-alive,
+// chunked decoding and the Date header are done by Bun's native server (uWebSockets).
+const MAX_BODY = 1 << 20;
+const MAX_DELAY_MS = 60000;
+const helloFile = process.env.HELLO_FILE || "../../assets/hello.html";
+const xs = new Uint8Array(MAX_BODY).fill(0x78); // /delay bodies are views of this ("x")
+let counter = 0; // one thread: increments never interleave
+
+const PAGES = new Set(["/", "/json", "/file", "/delay", "/tenth"]);
+
+function send(status, type, body) {
+  return new Response(body, { status, headers: { "content-type": type } });
+}
+
+const badRequest = () => send(400, "text/plain", "Bad Request");
+
+// Optional decimal parameter within [0, hi]; null when malformed or out of range.
+function intParam(params, key, hi, def) {
+  const s = params.get(key);
+  if (s === null) return def;
+  if (!/^[0-9]{1,9}$/.test(s)) return null;
+  const n = Number(s);
+  return n <= hi ? n : null;
+}
+
+// Bun answers 413 itself past maxRequestBodySize (below) for a declared
+// Content-Length; a chunked body is counted here as it arrives.
+async function echo(req) {
+  const chunks = [];
+  let size = 0;
+  try {
+    for await (const chunk of req.body ?? []) {
+      size += chunk.length;
+      if (size > MAX_BODY) return send(413, "text/plain", "Content Too Large");
+      chunks.push(chunk);
+    }
+  } catch {
+    return badRequest(); // body framing broke mid-way
+  }
+  return send(200, "application/octet-stream", Buffer.concat(chunks, size));
+}
+
+async function handle(req) {
+  const url = new URL(req.url);
+  const path = url.pathname;
+  if (path === "/echo") {
+    return req.method === "POST" ? echo(req) : send(405, "text/plain", "Method Not Allowed");
+  }
+  if (!PAGES.has(path)) return send(404, "text/plain", "Not Found");
+  if (req.method !== "GET") return send(405, "text/plain", "Method Not Allowed");
+  switch (path) {
+    case "/":
+      return send(200, "text/plain", "Hello, World!");
+    case "/json":
+      return send(200, "application/json", JSON.stringify({ message: "Hello, World!" }));
+    case "/file": // Bun.file(...).bytes(): read off the JavaScript thread, awaited
+      return send(200, "text/html", await Bun.file(helloFile).bytes());
+    case "/delay": {
+      const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 0);
+      const bytes = intParam(url.searchParams, "bytes", MAX_BODY, 0);
+      if (ms === null || bytes === null) return badRequest();
+      if (ms > 0) await Bun.sleep(ms);
+      return send(200, "text/plain", xs.subarray(0, bytes));
+    }
+    default: { // "/tenth"
+      const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 2000);
+      if (ms === null) return badRequest();
+      const value = ++counter;
+      if (value % 10 === 0 && ms > 0) await Bun.sleep(ms);
+      return send(200, "text/plain", String(value));
+    }
+  }
+}
+
+const hostname = process.env.HOST || "127.0.0.1";
+const port = Number(process.env.PORT || 8080);
+try {
+  const server = Bun.serve({
+    hostname,
+    port,
+    maxRequestBodySize: MAX_BODY,
+    fetch: handle,
+    error(err) {
+      console.error("bun: handler error:", err);
+      return send(500, "text/plain", "Internal Server Error");
+    },
+  });
+  console.log(`bun listening on ${server.hostname}:${server.port} (Bun ${Bun.version}, one event loop)`);
+} catch (err) {
+  console.error(`bun: cannot listen on ${hostname}:${port}: ${err}`);
+  process.exit(1);
+}
