@@ -112,7 +112,9 @@ impl Uring {
     pub fn new() -> io::Result<Uring> {
         let ring = new_ring()?;
         let bufs = BufRing::new(&ring, BUFS, BUF_SIZE, BGID)?;
-        Ok(Uring { ring, bufs, multishot: kernel_at_least(6, 0), slots: Vec::new(), addr: None, cqes: Vec::with_capacity(1024) })
+        // LOADGEN_URING_SINGLE_SHOT=1 takes the pre-6.0 path (for its tests)
+        let multishot = kernel_at_least(6, 0) && std::env::var_os("LOADGEN_URING_SINGLE_SHOT").is_none();
+        Ok(Uring { ring, bufs, multishot, slots: Vec::new(), addr: None, cqes: Vec::with_capacity(1024) })
     }
 
     fn push(&mut self, e: squeue::Entry) {

@@ -124,6 +124,7 @@ fn sigint_ends_the_run_and_still_writes_the_json() {
     let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
         .args([&srv.url("/"), "-c", "2", "-d", "30s", "--json", "-", "--quiet"])
         .args(io_args())
+        .envs(io_env())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -145,7 +146,8 @@ fn sigint_ends_the_run_and_still_writes_the_json() {
 fn die_with_parent_leaves_no_loadgen_behind() {
     let srv = hello_server();
     let lg = env!("CARGO_BIN_EXE_loadgen");
-    let script = format!("'{lg}' '{}' -c 1 -d 20s --quiet --die-with-parent --io {} >/dev/null & echo $!; wait", srv.url("/"), io());
+    let env = io_env().map_or(String::new(), |(k, v)| format!("{k}={v} "));
+    let script = format!("{env}'{lg}' '{}' -c 1 -d 20s --quiet --die-with-parent --io {} >/dev/null & echo $!; wait", srv.url("/"), io());
     let mut sh = Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line).unwrap();

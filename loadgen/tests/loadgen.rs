@@ -372,7 +372,7 @@ fn two_shards_start_together_and_split_the_load_exactly() {
     let at = format!("{:.6}", at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
     let runs: Vec<_> = (0..2)
         .map(|i| {
-            let (url, at, io) = (url.clone(), at.clone(), io());
+            let (url, at, io) = (url.clone(), at.clone(), backend());
             std::thread::spawn(move || {
                 set_io(io);
                 loadgen(&[&url, "--rate", "400", "-d", "1s", "--shard", &format!("{i}/2"), "--start-at", &at])

@@ -125,6 +125,8 @@ impl Outcome {
 thread_local! {
     /// The --io backend this test thread's loadgen runs use.
     static IO: Cell<&'static str> = const { Cell::new("auto") };
+    /// uring with single-shot receives (the path for kernels before 6.0).
+    static SINGLE_SHOT: Cell<bool> = const { Cell::new(false) };
 }
 
 pub fn io() -> &'static str {
@@ -132,8 +134,19 @@ pub fn io() -> &'static str {
 }
 
 /// Threads a test starts say which backend they test too.
-pub fn set_io(io: &'static str) {
-    IO.with(|c| c.set(io));
+pub fn set_io(io: (&'static str, bool)) {
+    IO.with(|c| c.set(io.0));
+    SINGLE_SHOT.with(|c| c.set(io.1));
+}
+
+/// The environment this test's loadgen runs get (single-shot receives).
+pub fn io_env() -> Option<(&'static str, &'static str)> {
+    SINGLE_SHOT.with(Cell::get).then_some(("LOADGEN_URING_SINGLE_SHOT", "1"))
+}
+
+/// This thread's backend, for `set_io` in threads a test starts.
+pub fn backend() -> (&'static str, bool) {
+    (io(), SINGLE_SHOT.with(Cell::get))
 }
 
 /// `--io` and this test's backend, for commands a test builds itself.
@@ -144,17 +157,23 @@ pub fn io_args() -> [&'static str; 2] {
 /// Run `test` with every loadgen run on backend `io`. Where io_uring is not
 /// available its tests say so and stop: there is nothing to test.
 pub fn on_backend(io: &'static str, test: fn()) {
+    let (io, single_shot) = match io {
+        "uring-single-shot" => ("uring", true),
+        other => (other, false),
+    };
+    SINGLE_SHOT.with(|c| c.set(single_shot));
     if io == "uring" {
         if let Some(why) = loadgen::uring::unavailable() {
             eprintln!("io_uring tests skipped: {why}");
             return;
         }
     }
-    set_io(io);
+    set_io((io, single_shot));
     test();
 }
 
-/// `#[test]`s `epoll::name` and `uring::name` for each test function `name`.
+/// `#[test]`s `epoll::name`, `uring::name` and `uring_single_shot::name`
+/// for each test function `name`.
 #[macro_export]
 macro_rules! per_backend {
     ($($t:ident),* $(,)?) => {
@@ -163,6 +182,9 @@ macro_rules! per_backend {
         }
         mod uring {
             $( #[test] fn $t() { $crate::common::on_backend("uring", super::$t) } )*
+        }
+        mod uring_single_shot {
+            $( #[test] fn $t() { $crate::common::on_backend("uring-single-shot", super::$t) } )*
         }
     };
 }
@@ -174,6 +196,7 @@ pub fn loadgen(args: &[&str]) -> Outcome {
         .args(args)
         .args(io_args())
         .args(["--json", "-", "--quiet"])
+        .envs(io_env())
         .output()
         .expect("run loadgen");
     let wall = t.elapsed();
