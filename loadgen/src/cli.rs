@@ -114,8 +114,10 @@ pub struct Args {
     /// Be killed (SIGKILL) when the parent process dies; also LOADGEN_DIE_WITH_PARENT=1
     #[arg(long)]
     pub die_with_parent: bool,
-    /// I/O backend: uring, epoll, or auto (uring where the kernel allows it, else epoll)
-    #[arg(long, default_value = "auto")]
+    /// I/O backend: epoll, uring, or auto (uring where the kernel allows it, else
+    /// epoll). epoll is the default: uring costs the same client CPU per request
+    /// (bench/loadgen_vs_wrk.sh)
+    #[arg(long, default_value = "epoll")]
     pub io: String,
 }
 
