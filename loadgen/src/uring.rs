@@ -204,6 +204,10 @@ impl Sockets for Uring {
         s.recv_armed = false;
         let ud = user_data(CONNECT, i, s.generation);
         self.push(opcode::Connect::new(Fd(fd), sa, len).build().user_data(ud));
+        // submitted now, not with the turn's batch: the kernel starts a connect
+        // inline, and picking a port takes milliseconds when they run short; the
+        // caller reads the clock between connects (see net::CLOCK_EVERY)
+        let _ = self.ring.submit();
         true
     }
 
