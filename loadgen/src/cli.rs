@@ -115,8 +115,8 @@ pub struct Args {
     #[arg(long)]
     pub die_with_parent: bool,
     /// I/O backend: epoll, uring, or auto (uring where the kernel allows it, else
-    /// epoll). epoll is the default: uring costs the same client CPU per request
-    /// (bench/loadgen_vs_wrk.sh)
+    /// epoll). epoll is the default: uring is not cheaper everywhere (open load
+    /// costs it 7 % more client CPU per request, bench/loadgen_vs_wrk.sh)
     #[arg(long, default_value = "epoll")]
     pub io: String,
 }
