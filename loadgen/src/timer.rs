@@ -30,6 +30,33 @@ fn monotonic_ns() -> u128 {
     ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
 }
 
+/// An `Instant` as CLOCK_MONOTONIC nanoseconds, for absolute kernel deadlines.
+pub struct Monotonic {
+    base: Instant,
+    base_ns: u128,
+}
+
+impl Monotonic {
+    pub fn new() -> Monotonic {
+        // bracket the clock reading with two Instants and take the middle
+        let a = Instant::now();
+        let ns = monotonic_ns();
+        let b = Instant::now();
+        Monotonic { base: a + (b - a) / 2, base_ns: ns }
+    }
+
+    /// `at` in CLOCK_MONOTONIC ns (at least 1 ns after the base: never 0).
+    pub fn ns(&self, at: Instant) -> u128 {
+        self.base_ns + at.saturating_duration_since(self.base).as_nanos().max(1)
+    }
+}
+
+impl Default for Monotonic {
+    fn default() -> Self {
+        Monotonic::new()
+    }
+}
+
 impl TimerFd {
     pub fn new(registry: &Registry, token: Token) -> io::Result<TimerFd> {
         // SAFETY: plain syscall; the fd is owned by the returned value.

@@ -10,7 +10,8 @@ use crate::bufring::BufRing;
 use crate::models::Model;
 use crate::net::{Net, Sockets};
 use crate::record::ErrorClass;
-use io_uring::types::{Fd, SubmitArgs, Timespec};
+use crate::timer::Monotonic;
+use io_uring::types::{Fd, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 use std::io;
 use std::net::SocketAddr;
@@ -26,13 +27,16 @@ const CONNECT: u64 = 0;
 const RECV: u64 = 1;
 const SEND: u64 = 2;
 const CANCEL: u64 = 3;
+/// The loop's wake-up timeout, and an update of its deadline.
+const TIMER: u64 = 4;
+const TIMER_UPDATE: u64 = 5;
 
 fn user_data(kind: u64, i: usize, generation: u32) -> u64 {
-    kind << 62 | ((generation as u64) & 0x3fff_ffff) << 32 | i as u64
+    kind << 61 | ((generation as u64) & 0x1fff_ffff) << 32 | i as u64
 }
 
 fn decode(ud: u64) -> (u64, usize, u32) {
-    (ud >> 62, (ud & 0xffff_ffff) as usize, ((ud >> 32) & 0x3fff_ffff) as u32)
+    (ud >> 61, (ud & 0xffff_ffff) as usize, ((ud >> 32) & 0x1fff_ffff) as u32)
 }
 
 #[derive(Default)]
@@ -58,6 +62,14 @@ pub struct Uring {
     addr: Option<(Box<libc::sockaddr_storage>, libc::socklen_t)>,
     /// Completions of one wait, copied out (capacity kept: no allocation).
     cqes: Vec<(u64, i32, u32)>,
+    /// The deadline of the timeout in the kernel, if one is pending. Like the
+    /// epoll backend's timerfd it stays armed across waits and moves only
+    /// when an earlier wake is needed: a timeout per wait would program the
+    /// clock hardware (a VM exit in a guest) on every turn.
+    timer_at: Option<Instant>,
+    /// Its absolute deadline, read by the kernel when the entry is submitted.
+    timer_ts: Box<Timespec>,
+    clock: Monotonic,
 }
 
 /// Multishot receive needs kernel 6.0.
@@ -114,7 +126,34 @@ impl Uring {
         let bufs = BufRing::new(&ring, BUFS, BUF_SIZE, BGID)?;
         // LOADGEN_URING_SINGLE_SHOT=1 takes the pre-6.0 path (for its tests)
         let multishot = kernel_at_least(6, 0) && std::env::var_os("LOADGEN_URING_SINGLE_SHOT").is_none();
-        Ok(Uring { ring, bufs, multishot, slots: Vec::new(), addr: None, cqes: Vec::with_capacity(1024) })
+        Ok(Uring {
+            ring,
+            bufs,
+            multishot,
+            slots: Vec::new(),
+            addr: None,
+            cqes: Vec::with_capacity(1024),
+            timer_at: None,
+            timer_ts: Box::new(Timespec::new()),
+            clock: Monotonic::new(),
+        })
+    }
+
+    /// Make sure a wait wakes by `at` (an earlier pending deadline is kept).
+    fn arm(&mut self, at: Instant, now: Instant) {
+        if self.timer_at.is_some_and(|a| a <= at && a > now) {
+            return;
+        }
+        let ns = self.clock.ns(at);
+        *self.timer_ts = Timespec::new().sec((ns / 1_000_000_000) as u64).nsec((ns % 1_000_000_000) as u32);
+        let ts: *const Timespec = self.timer_ts.as_ref();
+        let e = if self.timer_at.is_some() {
+            opcode::TimeoutUpdate::new(user_data(TIMER, 0, 0), ts).flags(TimeoutFlags::ABS).build().user_data(user_data(TIMER_UPDATE, 0, 0))
+        } else {
+            opcode::Timeout::new(ts).flags(TimeoutFlags::ABS).build().user_data(user_data(TIMER, 0, 0))
+        };
+        self.timer_at = Some(at);
+        self.push(e);
     }
 
     fn push(&mut self, e: squeue::Entry) {
@@ -240,9 +279,15 @@ impl Sockets for Uring {
     }
 
     fn wait<M: Model>(net: &mut Net<'_, Self>, m: &mut M, wake: Instant, now: Instant) -> io::Result<()> {
-        let ts = Timespec::from(wake.saturating_duration_since(now));
-        let args = SubmitArgs::new().timespec(&ts);
-        match net.sock.ring.submitter().submit_with_args(1, &args) {
+        let waited = if wake > now {
+            net.sock.arm(wake, now);
+            net.sock.ring.submitter().submit_and_wait(1)
+        } else {
+            // due now: completions so far, without sleeping
+            let ts = Timespec::new();
+            net.sock.ring.submitter().submit_with_args(1, &SubmitArgs::new().timespec(&ts))
+        };
+        match waited {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
             Err(e) => return Err(e),
@@ -293,6 +338,13 @@ fn start_send(net: &mut Net<'_, Uring>, i: usize) {
 
 fn complete<M: Model>(net: &mut Net<'_, Uring>, m: &mut M, ud: u64, res: i32, flags: u32, now: Instant) {
     let (kind, i, generation) = decode(ud);
+    if kind == TIMER || kind == TIMER_UPDATE {
+        // the timeout fired, or an update found it gone (it fired first)
+        if res != 0 {
+            net.sock.timer_at = None;
+        }
+        return;
+    }
     let bid = cqueue::buffer_select(flags);
     let Some(s) = net.sock.slots.get_mut(i) else { return };
     let current = s.fd.is_some() && s.generation == generation && net.conns[i].open;
