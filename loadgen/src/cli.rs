@@ -115,8 +115,8 @@ pub struct Args {
     #[arg(long)]
     pub die_with_parent: bool,
     /// I/O backend: epoll, uring, or auto (uring where the kernel allows it, else
-    /// epoll). epoll is the default: uring is not cheaper everywhere (open load
-    /// costs it 7 % more client CPU per request, bench/loadgen_vs_wrk.sh)
+    /// epoll). epoll is the default: uring saves at most 5 % of the client CPU
+    /// per request, and none at open load (bench/loadgen_vs_wrk.sh)
     #[arg(long, default_value = "epoll")]
     pub io: String,
 }
