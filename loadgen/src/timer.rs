@@ -17,10 +17,7 @@ use std::time::Instant;
 pub struct TimerFd {
     fd: RawFd,
     armed_for: Option<Instant>,
-    /// The same moment as an `Instant` and as a CLOCK_MONOTONIC reading
-    /// (`Instant` is CLOCK_MONOTONIC on Linux but does not expose it).
-    base: Instant,
-    base_ns: u128,
+    clock: Monotonic,
 }
 
 fn monotonic_ns() -> u128 {
@@ -32,6 +29,8 @@ fn monotonic_ns() -> u128 {
 
 /// An `Instant` as CLOCK_MONOTONIC nanoseconds, for absolute kernel deadlines.
 pub struct Monotonic {
+    /// The same moment as an `Instant` and as a CLOCK_MONOTONIC reading
+    /// (`Instant` is CLOCK_MONOTONIC on Linux but does not expose it).
     base: Instant,
     base_ns: u128,
 }
@@ -64,12 +63,7 @@ impl TimerFd {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // bracket the clock reading with two Instants and take the middle
-        let a = Instant::now();
-        let ns = monotonic_ns();
-        let b = Instant::now();
-        let base = a + (b - a) / 2;
-        let t = TimerFd { fd, armed_for: None, base, base_ns: ns };
+        let t = TimerFd { fd, armed_for: None, clock: Monotonic::new() };
         registry.register(&mut SourceFd(&fd), token, Interest::READABLE)?;
         // Default timer slack (50 µs) would blur open-load send times.
         // SAFETY: prctl with an integer argument affects only this thread.
@@ -85,8 +79,8 @@ impl TimerFd {
                 return;
             }
         }
-        // at least 1 ns after the base: an all-zero it_value would disarm
-        let ns = self.base_ns + at.saturating_duration_since(self.base).as_nanos().max(1);
+        // never 0: an all-zero it_value would disarm
+        let ns = self.clock.ns(at);
         let spec = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
             it_value: libc::timespec {
