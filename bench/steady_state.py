@@ -47,7 +47,8 @@ def one_round(m: catalog.Manifest, point: wl.Point) -> dict:
         while time.monotonic() - t0 < LATE_S:  # the same load until 30 s since the first request
             _rate(srv.url, point.model_copy(update={"duration": "2s"}))
         late = _rate(srv.url, measured)
-    return {"quick": quick, "late": late, "steady": w.steady, "steady_s": w.steady_after_s, "rounds": len(w.rates)}
+    return {"quick": quick, "late": late, "steady": w.steady, "steady_s": w.steady_after_s, "rounds": len(w.rates),
+            "rates": w.rates}
 
 
 def main() -> None:
@@ -60,7 +61,8 @@ def main() -> None:
             res = one_round(cat.servers[row], point)
             results[row].append(res)
             print(f"round {i + 1} {row}: quick {res['quick']:,.0f} req/s, after {LATE_S:g} s {res['late']:,.0f}, "
-                  f"warm-up {res['rounds']} s, {'steady' if res['steady'] else 'NOT steady'}", flush=True)
+                  f"warm-up {res['rounds']} s, {'steady' if res['steady'] else 'NOT steady'} "
+                  f"({', '.join(f'{r / 1000:.0f}k' for r in res['rates'])})", flush=True)
     for row, rs in results.items():
         q = statistics.median(r["quick"] for r in rs)
         late = statistics.median(r["late"] for r in rs)

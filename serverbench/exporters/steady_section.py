@@ -12,8 +12,9 @@ from ..charts import FONT, model_color
 from ..warmup import TOLERANCE, WINDOW
 
 NOTE = (f"Before a server start's first point the harness loads it with that point's own load in one-second "
-        f"rounds until the last {WINDOW} seconds' successful rates are each within ±{TOLERANCE:.0%} of their "
-        f"mean and not rising by more than {TOLERANCE:.0%} (at most the size's steady_max: quick 20 s, full 60 s); "
+        f"rounds until the mean successful rate of the last {WINDOW} seconds is no more than {TOLERANCE:.0%} above "
+        f"that of the {WINDOW} before (it stopped rising; at least {2 * WINDOW} s, at most the size's steady_max: "
+        "quick 20 s, full 60 s); "
         "only then is the point measured. 'Time to steady' is that many seconds of load, 'first second' the "
         "first round's rate as a share of the steady rate (medians over repetitions). A row still changing at "
         "the maximum is 'not steady': measured anyway, flagged, and ranked after the steady rows.")
