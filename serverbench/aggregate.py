@@ -135,6 +135,12 @@ class Group:
         return {**ci, "tied_with_leader": self.tied_with_leader, "client_bound_group": self.client_bound_group}
 
     @property
+    def mostly_client_bound(self) -> bool:
+        """The load generator saturated in more than half the repetitions (ranking.client_block): one
+        saturated repetition of a noisy row does not make its median the client's limit."""
+        return sum(1 for c in self.ok if c.metrics.client_saturated) * 2 > len(self.ok) > 0
+
+    @property
     def client_saturated(self) -> bool:
         return any(c.metrics.client_saturated for c in self.ok)
 

@@ -12,7 +12,8 @@ Rows measured before their rate was steady (warmup.py, `not steady`) rank after 
 A leader is named only when no other row is within the repetitions' noise of it (stats.judge: the
 medians' intervals overlap, or the difference is under max(2 × CV, 5 %)); otherwise the verdict
 names the rows tied with it, or says that one repetition cannot be judged. Where two or more rows
-of a throughput table saturated the load generator, they are one block "at least X req/s" (X: the
+of a throughput table saturated the load generator in most repetitions, they are one block "at least
+X req/s" (X: the
 lowest of their medians), listed by name, sharing one place: the client's noise does not order them.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Group(Protocol):
     timeouts: int
     cpu_us_per_request: float | None
     client_saturated: bool
+    mostly_client_bound: bool
     not_steady: bool
 
     def stat(self, key: str) -> Stats | None: ...
@@ -69,10 +71,10 @@ CLIENT_BOUND_KINDS = ("throughput", "sweep", "cores")
 
 def client_block(groups: list[Group], kind: str) -> list[Group]:
     """The rows shown together as "limited by the load generator": ≥ 2 clean, steady rows whose
-    load generator saturated, in a throughput table (empty otherwise)."""
+    load generator saturated in most repetitions, in a throughput table (empty otherwise)."""
     if kind not in CLIENT_BOUND_KINDS:
         return []
-    block = [g for g in groups if g.throughput is not None and g.client_saturated and not g.degraded
+    block = [g for g in groups if g.throughput is not None and g.mostly_client_bound and not g.degraded
              and not g.not_steady]
     return block if len(block) >= 2 else []
 

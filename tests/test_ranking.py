@@ -176,3 +176,19 @@ def test_a_row_not_steady_ranks_after_the_steady_ones_and_is_warned(tmp_path: Pa
     assert pt.glance.decided and "cold was not steady" in pt.glance.verdict
     cold = pt.groups[1]
     assert any(w.kind == "not-steady" for w in cold.warnings) and cold.figures.not_steady == 3
+
+
+def test_one_saturated_repetition_does_not_put_a_row_in_the_client_bound_block(tmp_path: Path) -> None:
+    store = Store(tmp_path / "b.db")
+    rid = store.new_run({}, {})
+    sat = {"a": [True, True, True], "b": [True, True, False], "noisy": [False, True, False]}
+    rates = {"a": 150_000, "b": 140_000, "noisy": 100_000}
+    for server, flags in sat.items():
+        for rep, flag in enumerate(flags, 1):
+            n = rates[server] + rep
+            store.record_cell(rid, _cell(server, rep, kind="throughput", rps=float(n), requests=n, ok=n, errors=0,
+                                         client_saturated=flag, warmup_steady=True))
+    _, results = aggregate.load(store, rid)
+    pt = results.workloads[0].points[0]
+    assert [(g.server, g.place, g.client_bound_group) for g in pt.groups] == [
+        ("a", 1, True), ("b", 1, True), ("noisy", 3, False)]
