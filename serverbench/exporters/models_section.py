@@ -10,8 +10,9 @@ from ..model_notes import note
 
 MODEL_HEADERS = ["model", "what it predicts", "rows"]
 NOTE_HEADERS = ["server", "note"]
-NAGLE = ("TCP_NODELAY off (its stack's default): a response written in two pieces waits for the "
-         "client's delayed ACK, about 40 ms on Linux, which shows as a p50 near 40 ms under keep-alive load")
+NAGLE = ("TCP_NODELAY off (its stack's default): harmless while each response leaves in one write; a response "
+         "written in two pieces waits for the client's delayed ACK (about 40 ms on Linux), which would show as a "
+         "p50 near 40 ms under keep-alive load (java-httpserver's and erlang-inets' notes say where it does)")
 
 
 def models(servers: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
