@@ -529,7 +529,7 @@ def render(run: Any, results: RunResults) -> bytes:
 <nav><p><b>{esc(title)}</b></p><ul>{toc}</ul></nav>
 <main><h1>{esc(title)}</h1>
 <p class="sub">{len(workloads)} workloads · generated {generated} · requests/s are medians over repetitions;
-whiskers show min–max; latency percentiles come from merged HdrHistograms.</p>
+whiskers show the median's interval (min–max up to 5 repetitions); latency percentiles come from merged HdrHistograms.</p>
 {''.join(page.parts)}
 </main></div>
 <script type="application/json" id="sb-figures">{figures}</script>
