@@ -66,16 +66,21 @@ def title(rs: list[SteadyRow]) -> str:
 
 
 def chart(rs: list[SteadyRow]) -> go.Figure:
-    """Successful requests/s over the warm-up's seconds, one line per row (its median repetition)."""
+    """Each second's successful rate as a share of the row's steady rate (the mean of its last 3 s),
+    one line per row (its median repetition): rows of every speed on one scale, so a JIT's ramp from
+    10 % shows beside a native row that starts at 100 %. The hover gives the rate itself."""
     fig = go.Figure()
     for r in rs:
-        if not r.rates:
+        steady = sum(r.rates[-WINDOW:]) / len(r.rates[-WINDOW:]) if r.rates else 0.0
+        if not steady:
             continue
-        fig.add_trace(go.Scatter(x=list(range(1, len(r.rates) + 1)), y=r.rates, mode="lines+markers", name=r.server,
+        fig.add_trace(go.Scatter(x=list(range(1, len(r.rates) + 1)), y=[100 * x / steady for x in r.rates],
+                                 customdata=r.rates, mode="lines+markers", name=r.server,
                                  line={"color": model_color(r.group.model), "width": 1.5}, marker={"size": 4},
-                                 hovertemplate=f"{r.server}<br>second %{{x}}: %{{y:,.0f}} req/s<extra></extra>"))
-    fig.update_layout(title=f"{title(rs)}: successful requests/s per second of warm-up", height=420,
-                      font={"family": FONT}, xaxis_title="second of warm-up load", yaxis_title="req/s",
+                                 hovertemplate=f"{r.server}<br>second %{{x}}: %{{customdata:,.0f}} req/s "
+                                               "(%{y:.0f} % of steady)<extra></extra>"))
+    fig.update_layout(title=f"{title(rs)}: each second's rate as a share of the row's steady rate", height=460,
+                      font={"family": FONT}, xaxis_title="second of warm-up load", yaxis_title="% of steady rate",
                       yaxis={"rangemode": "tozero"}, margin={"l": 70, "r": 20, "t": 50, "b": 50},
                       legend={"font": {"size": 11}})
     return fig
