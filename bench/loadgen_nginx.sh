@@ -28,6 +28,7 @@ http {
     server {
         listen 127.0.0.1:$port backlog=16384;
         location / { default_type text/plain; return 200 "Hello, World!"; }
+        location = /nginx-status { stub_status; }   # requests nginx counted (loadgen_vs_wrk.sh)
     }
 }
 CONF

@@ -29,45 +29,13 @@ if ! err=$("$LOADGEN" "http://127.0.0.1:1/" --io uring -n 1 2>&1 >/dev/null); th
 fi
 
 OUT=$(mktemp -d /tmp/loadgen-vs-wrk.XXXXXX)
-NGINX_PID=
-stop() {
-    if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        kill "$NGINX_PID"
-        wait "$NGINX_PID" 2>/dev/null || true
-    fi
-    rm -rf "$OUT"
-}
-trap stop EXIT INT TERM
-mkdir -p "$OUT/logs"
-cat >"$OUT/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $OUT/nginx.pid;
-error_log $OUT/logs/error.log warn;
-worker_rlimit_nofile 20000;
-events { worker_connections 16000; multi_accept on; }
-http {
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 600s;
-    client_body_temp_path $OUT/tmp_body;
-    proxy_temp_path $OUT/tmp_proxy;
-    fastcgi_temp_path $OUT/tmp_fcgi;
-    uwsgi_temp_path $OUT/tmp_uwsgi;
-    scgi_temp_path $OUT/tmp_scgi;
-    server {
-        listen 127.0.0.1:$PORT backlog=16384;
-        location / { default_type text/plain; return 200 "Hello, World!"; }
-        location = /nginx-status { stub_status; }
-    }
-}
-CONF
-taskset -c 0 nginx -p "$OUT" -e "$OUT/logs/error.log" -c "$OUT/nginx.conf" &
-NGINX_PID=$!
+source bench/loadgen_nginx.sh
+nginx_start "$PORT" 0
+trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
 URL="http://127.0.0.1:$PORT/"
 served() { curl -s "${URL}nginx-status" | awk 'NR == 3 {print $3}'; }
 for _ in $(seq 1 50); do served >/dev/null 2>&1 && [ -n "$(served)" ] && break; sleep 0.1; done
-[ -n "$(served)" ] || { echo "nginx did not start on port $PORT:" >&2; cat "$OUT/logs/error.log" >&2; exit 1; }
+[ -n "$(served)" ] || { echo "nginx on port $PORT has no stub_status:" >&2; cat "$NGINX_DIR/logs/error.log" >&2; exit 1; }
 
 # one run: prints "requests_nginx_counted client_cpu_s"
 run_one() {
