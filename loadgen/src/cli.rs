@@ -119,6 +119,8 @@ pub struct Args {
     /// per request, and none at open load (bench/loadgen_vs_wrk.sh)
     #[arg(long, default_value = "epoll")]
     pub io: String,
+    #[command(flatten)]
+    pub noise: crate::noise::NoiseArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +165,8 @@ pub struct Config {
     pub start_at: Option<SystemTime>,
     /// The I/O backend --io resolved to.
     pub io: Backend,
+    /// Noise beside the load (--noise), this shard's share.
+    pub noise: Option<crate::noise::NoiseConfig>,
 }
 
 /// `--io`: auto takes io_uring where this kernel (and any seccomp filter) allows it.
@@ -332,7 +336,9 @@ impl Config {
             Mode::Sessions => schedule.as_ref().map(|s| s.max_value().ceil() as u64).unwrap_or(0),
         };
         let io = resolve_io(&a.io)?;
-        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at, io };
+        let noise_share = |n| crate::models::share(n, shard.1, shard.0);
+        let noise = crate::noise::NoiseConfig::from_args(&a.noise, &request.target.authority, timeout, connect_timeout, noise_share)?;
+        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at, io, noise };
         cfg.max_sockets = (0..cfg.args.threads).map(|t| cfg.share_of(total_sockets, t)).sum();
         if cfg.max_sockets == 0 && mode == Mode::Closed {
             return Err(format!("--connections {} gives shard {}/{} none; give at least one per shard", cfg.args.connections, shard.0, shard.1));

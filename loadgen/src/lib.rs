@@ -9,6 +9,7 @@ pub mod histo;
 pub mod limits;
 pub mod models;
 pub mod net;
+pub mod noise;
 pub mod output;
 pub mod progress;
 pub mod record;

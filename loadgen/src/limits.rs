@@ -34,6 +34,18 @@ pub fn check_sockets(sockets: u64, threads: u64, limit: u64, what: &str) -> Resu
     Ok(())
 }
 
+/// Err with a one-line explanation when the legitimate `sockets` and the
+/// `noise` connections cannot all be open at once.
+pub fn check_with_noise(sockets: u64, noise: u64, threads: u64, limit: u64, what: &str) -> Result<(), String> {
+    let need = sockets + noise + OVERHEAD + OVERHEAD_PER_THREAD * threads;
+    if need > limit {
+        return Err(format!(
+            "{what} {sockets} and --noise-connections {noise} need about {need} open files but the limit is {limit}; lower them or raise the hard limit (ulimit -Hn)"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +56,8 @@ mod tests {
         let e = check_sockets(30_000, 1, 20_000, "--connections").unwrap_err();
         assert!(e.contains("--connections 30000") && e.contains("20000"), "{e}");
         assert!(raise_nofile() >= 1024);
+        assert!(check_with_noise(100, 10_000, 2, 20_000, "--connections").is_ok());
+        let e = check_with_noise(10_000, 10_000, 2, 20_000, "--connections").unwrap_err();
+        assert!(e.contains("--connections 10000 and --noise-connections 10000") && !e.contains('\n'), "{e}");
     }
 }

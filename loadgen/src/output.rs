@@ -109,7 +109,7 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "loadgen_version": crate::VERSION,
         "config": config_json(cfg),
@@ -146,7 +146,12 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             "service": rec.service.as_ref().map(histo::encode),
         },
         "timeline": timeline,
-    })
+    });
+    // only with --noise: the JSON of a run without it is unchanged
+    if let (Some(n), Some(m)) = (&r.noise, doc.as_object_mut()) {
+        m.insert("noise".into(), n.json());
+    }
+    doc
 }
 
 fn fmt_bytes(b: f64) -> String {
@@ -318,6 +323,9 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         .collect();
     if !codes.is_empty() {
         let _ = writeln!(out, "  Status     {}", codes.join(", "));
+    }
+    if let Some(n) = &r.noise {
+        let _ = writeln!(out, "{}", n.line());
     }
     if !latency.is_empty() {
         let _ = writeln!(out, "  Latency histogram:");

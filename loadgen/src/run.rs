@@ -22,6 +22,8 @@ pub struct RunResult {
     pub interrupted: bool,
     /// How late the latest thread started load after the planned start.
     pub start_late_us: u64,
+    /// What the noise connections saw (--noise).
+    pub noise: Option<crate::noise::Report>,
 }
 
 #[derive(Debug)]
@@ -108,6 +110,9 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
 pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let limit = limits::raise_nofile();
     limits::check_sockets(cfg.max_sockets, cfg.args.threads as u64, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
+    if let Some(n) = &cfg.noise {
+        limits::check_with_noise(cfg.max_sockets, n.connections, cfg.args.threads as u64 + 1, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
+    }
     // a short delay so every thread starts its schedule at the same instant;
     // with --start-at, load starts a warm-up before that wall-clock instant
     let (now_i, now_w) = (Instant::now(), SystemTime::now());
@@ -124,6 +129,14 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let shared = Arc::new(Shared::new(threads));
     let started_at = now_w + lead + cfg.warmup;
     let mut handles = vec![];
+    // noise runs on its own thread and poll, on the same plan
+    let noise = match &cfg.noise {
+        Some(n) => Some(
+            crate::noise::Noise::spawn(n, plan.addr, plan.start, plan.end)
+                .map_err(|e| RunError::Fatal(format!("cannot start the noise thread: {e}")))?,
+        ),
+        None => None,
+    };
     for tid in 0..threads {
         handles.push(spawn_worker(cfg, &plan, &shared, tid)?);
     }
@@ -141,6 +154,7 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
         }
     }
     let finished = Instant::now();
+    let noise = noise.map(|n| n.finish()).transpose().map_err(RunError::Fatal)?;
     if let Some(p) = progress {
         p.stop();
     }
@@ -153,5 +167,5 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     // a signal after the planned end interrupted nothing
     let interrupted = crate::signals::interrupted() && plan.end.is_none_or(|e| finished < e);
     let start_late_us = shared.start_late_us.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(RunResult { started_at, duration_s, rec, interrupted, start_late_us })
+    Ok(RunResult { started_at, duration_s, rec, interrupted, start_late_us, noise })
 }

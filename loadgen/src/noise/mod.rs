@@ -1,0 +1,304 @@
+//! Noise: misbehaving clients beside the legitimate load (issue 31), from
+//! connections of their own, on the same clock and plan. One thread per
+//! process runs them on its own small epoll loop (`driver`), so the workers'
+//! request path is untouched; what the noise saw is counted here, never in
+//! the legitimate histograms.
+
+mod driver;
+mod garbage;
+mod sock;
+
+use crate::units::flag_duration;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How the noise connections misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A request line, then one byte of an endless header every interval.
+    Slowloris,
+    /// Connected and silent.
+    Idle,
+    /// Malformed requests, one after another, as fast as the server answers.
+    Garbage,
+    /// A large response read at a few KB/s.
+    SlowReader,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 4] = [Shape::Slowloris, Shape::Idle, Shape::Garbage, Shape::SlowReader];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Slowloris => "slowloris",
+            Shape::Idle => "idle",
+            Shape::Garbage => "garbage",
+            Shape::SlowReader => "slow-reader",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Shape, String> {
+        Shape::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("--noise `{s}` must be slowloris, idle, garbage or slow-reader"))
+    }
+}
+
+/// The noise of one process (its shard's share of the connections).
+#[derive(Debug, Clone)]
+pub struct NoiseConfig {
+    pub shape: Shape,
+    /// Connections this process holds at once.
+    pub connections: u64,
+    /// Slowloris: the gap between header bytes.
+    pub interval: Duration,
+    /// Slow reader: bytes per second read on each connection.
+    pub read_rate: u64,
+    /// Slow reader: the request target.
+    pub path: String,
+    /// The Host header value.
+    pub authority: String,
+    /// Slow reader: how long a request may wait for the first byte of its
+    /// answer (the legitimate --timeout).
+    pub timeout: Duration,
+    /// How long a connect may take (the legitimate --connect-timeout).
+    pub connect_timeout: Duration,
+}
+
+/// The --noise flags (flattened into the command line).
+#[derive(clap::Args, Debug, Clone)]
+pub struct NoiseArgs {
+    /// Noise beside the load, from connections of its own, on the same clock:
+    /// slowloris (a request line, then one header byte every
+    /// --noise-interval, never finished), idle (connected, silent), garbage
+    /// (malformed requests, one after another: a missing path, a bad method,
+    /// a Content-Length with no body, 256 binary bytes, Transfer-Encoding
+    /// with Content-Length) or slow-reader (--noise-path read at
+    /// --noise-read-rate). Counted apart, in the JSON's "noise"
+    #[arg(long)]
+    pub noise: Option<String>,
+    /// Noise connections held at once (a shard holds its share); one that
+    /// ends is replaced after 100 ms
+    #[arg(long, default_value_t = 256)]
+    pub noise_connections: usize,
+    /// Slowloris: the gap between header bytes
+    #[arg(long, default_value = "2s")]
+    pub noise_interval: String,
+    /// Slow reader: bytes per second read on each connection
+    #[arg(long, default_value_t = 4096)]
+    pub noise_read_rate: u64,
+    /// Slow reader: what it requests (keep-alive, again once read)
+    #[arg(long, default_value = "/delay?bytes=1048576")]
+    pub noise_path: String,
+}
+
+impl NoiseConfig {
+    /// The noise `a` asks for (None without --noise) at the legitimate
+    /// target's `authority`, with its `timeout` and `connect_timeout`.
+    /// `share` is this shard's part of --noise-connections.
+    pub fn from_args(
+        a: &NoiseArgs,
+        authority: &str,
+        timeout: Duration,
+        connect_timeout: Duration,
+        share: impl Fn(u64) -> u64,
+    ) -> Result<Option<NoiseConfig>, String> {
+        let Some(shape) = a.noise.as_deref() else { return Ok(None) };
+        let shape = Shape::parse(shape)?;
+        if a.noise_connections == 0 {
+            return Err("--noise-connections must be at least 1".into());
+        }
+        let interval = flag_duration("--noise-interval", &a.noise_interval)?;
+        if interval < Duration::from_millis(1) {
+            return Err(format!("--noise-interval {} must be at least 1ms", a.noise_interval));
+        }
+        if a.noise_read_rate == 0 {
+            return Err("--noise-read-rate must be at least 1 byte/s".into());
+        }
+        let path = &a.noise_path;
+        if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!("--noise-path `{path}` must start with / and hold no spaces or control bytes"));
+        }
+        Ok(Some(NoiseConfig {
+            shape,
+            connections: share(a.noise_connections as u64),
+            interval,
+            read_rate: a.noise_read_rate,
+            path: path.clone(),
+            authority: authority.to_string(),
+            timeout,
+            connect_timeout,
+        }))
+    }
+}
+
+/// Status classes of the answers noise connections got.
+pub const CLASSES: [&str; 5] = ["2xx", "3xx", "4xx", "5xx", "other"];
+
+/// What the noise saw. Every connection established ends in exactly one of
+/// closed, reset, timeout or open_at_end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub opened: u64,
+    pub connect_errors: u64,
+    pub held_peak: u64,
+    pub held_at_end: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub requests_sent: u64,
+    /// By `CLASSES`.
+    pub responses: [u64; 5],
+    /// The server closed (FIN).
+    pub closed: u64,
+    /// ECONNRESET or EPIPE.
+    pub reset: u64,
+    /// loadgen gave up waiting for an answer.
+    pub timeout: u64,
+    pub open_at_end: u64,
+}
+
+impl Counters {
+    /// Count an answer with status `code` (0: not an HTTP response).
+    pub fn response(&mut self, code: u16) {
+        let k = match code {
+            200..=299 => 0,
+            300..=399 => 1,
+            400..=499 => 2,
+            500..=599 => 3,
+            _ => 4,
+        };
+        self.responses[k] += 1;
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub shape: Shape,
+    /// This process's target of connections held.
+    pub connections: u64,
+    pub counters: Counters,
+}
+
+impl Report {
+    /// The `"noise"` object of the JSON result.
+    pub fn json(&self) -> Value {
+        let c = &self.counters;
+        let responses: serde_json::Map<String, Value> =
+            CLASSES.iter().zip(c.responses).map(|(k, n)| (k.to_string(), json!(n))).collect();
+        json!({
+            "shape": self.shape.name(),
+            "connections": self.connections,
+            "opened": c.opened,
+            "connect_errors": c.connect_errors,
+            "held_peak": c.held_peak,
+            "held_at_end": c.held_at_end,
+            "bytes_sent": c.bytes_sent,
+            "bytes_received": c.bytes_received,
+            "requests_sent": c.requests_sent,
+            "responses": responses,
+            "ended": {"closed": c.closed, "reset": c.reset, "timeout": c.timeout, "open_at_end": c.open_at_end},
+        })
+    }
+
+    /// One line for the human summary.
+    pub fn line(&self) -> String {
+        let c = &self.counters;
+        let answers: Vec<String> = CLASSES.iter().zip(c.responses).filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        format!(
+            "  Noise      {} × {}: {} opened ({} connect errors), held peak {}, at end {}; {} requests, answers [{}]; ended: closed {}, reset {}, timeout {}",
+            self.connections,
+            self.shape.name(),
+            c.opened,
+            c.connect_errors,
+            c.held_peak,
+            c.held_at_end,
+            c.requests_sent,
+            answers.join(", "),
+            c.closed,
+            c.reset,
+            c.timeout
+        )
+    }
+}
+
+/// The noise thread: from `start` until `end` (or until `stop` is set,
+/// for runs without a planned end), at `addr`.
+pub struct Noise {
+    handle: JoinHandle<std::io::Result<Report>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Noise {
+    pub fn spawn(cfg: &NoiseConfig, addr: SocketAddr, start: Instant, end: Option<Instant>) -> std::io::Result<Noise> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (cfg, flag) = (cfg.clone(), stop.clone());
+        let handle = std::thread::Builder::new()
+            .name("loadgen-noise".into())
+            .spawn(move || driver::run(&cfg, addr, start, end, &flag))?;
+        Ok(Noise { handle, stop })
+    }
+
+    /// Stop (if the plan had no end) and collect the counts.
+    pub fn finish(self) -> Result<Report, String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        match self.handle.join() {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(format!("noise: {e}")),
+            Err(_) => Err("the noise thread panicked".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(shape: &str, n: usize, interval: &str, rate: u64, path: &str) -> NoiseArgs {
+        NoiseArgs {
+            noise: Some(shape.into()),
+            noise_connections: n,
+            noise_interval: interval.into(),
+            noise_read_rate: rate,
+            noise_path: path.into(),
+        }
+    }
+
+    #[test]
+    fn flags_validate_and_shard() {
+        let s = Duration::from_secs;
+        let c = NoiseConfig::from_args(&flags("slow-reader", 10, "2s", 4096, "/delay?bytes=9"), "h:1", s(3), s(4), |n| n / 2);
+        let c = c.unwrap().unwrap();
+        assert_eq!((c.shape, c.connections, c.interval, c.timeout), (Shape::SlowReader, 5, s(2), s(3)));
+        let mut none = flags("idle", 1, "2s", 1, "/");
+        none.noise = None;
+        assert!(NoiseConfig::from_args(&none, "h", s(1), s(1), |n| n).unwrap().is_none());
+        for bad in [
+            flags("loud", 1, "2s", 1, "/"),
+            flags("idle", 0, "2s", 1, "/"),
+            flags("idle", 1, "soon", 1, "/"),
+            flags("idle", 1, "2s", 0, "/"),
+            flags("idle", 1, "2s", 1, "x y"),
+        ] {
+            let e = NoiseConfig::from_args(&bad, "h", s(1), s(1), |n| n).unwrap_err();
+            assert!(e.starts_with("--noise") && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn json_has_every_counter() {
+        let mut c = Counters { opened: 3, closed: 1, open_at_end: 2, ..Default::default() };
+        c.response(404);
+        c.response(0);
+        c.response(200);
+        let j = Report { shape: Shape::Garbage, connections: 3, counters: c }.json();
+        assert_eq!(j["shape"], "garbage");
+        assert_eq!(j["responses"], json!({"2xx": 1, "3xx": 0, "4xx": 1, "5xx": 0, "other": 1}));
+        assert_eq!(j["ended"], json!({"closed": 1, "reset": 0, "timeout": 0, "open_at_end": 2}));
+        assert_eq!(j.as_object().unwrap().len(), 11);
+    }
+}
