@@ -83,18 +83,18 @@ pub struct NoiseArgs {
     #[arg(long)]
     pub noise: Option<String>,
     /// Noise connections held at once (a shard holds its share); one that
-    /// ends is replaced after 100 ms
-    #[arg(long, default_value_t = 256)]
-    pub noise_connections: usize,
-    /// Slowloris: the gap between header bytes
-    #[arg(long, default_value = "2s")]
-    pub noise_interval: String,
-    /// Slow reader: bytes per second read on each connection
-    #[arg(long, default_value_t = 4096)]
-    pub noise_read_rate: u64,
-    /// Slow reader: what it requests (keep-alive, again once read)
-    #[arg(long, default_value = "/delay?bytes=1048576")]
-    pub noise_path: String,
+    /// ends is replaced after 100 ms [default: 256]
+    #[arg(long, value_name = "N")]
+    pub noise_connections: Option<usize>,
+    /// Slowloris: the gap between header bytes [default: 2s]
+    #[arg(long, value_name = "DURATION")]
+    pub noise_interval: Option<String>,
+    /// Slow reader: bytes per second read on each connection [default: 4096]
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub noise_read_rate: Option<u64>,
+    /// Slow reader: what it requests, keep-alive, again once read [default: /delay?bytes=1048576]
+    #[arg(long, value_name = "PATH")]
+    pub noise_path: Option<String>,
 }
 
 impl NoiseConfig {
@@ -108,28 +108,42 @@ impl NoiseConfig {
         connect_timeout: Duration,
         share: impl Fn(u64) -> u64,
     ) -> Result<Option<NoiseConfig>, String> {
-        let Some(shape) = a.noise.as_deref() else { return Ok(None) };
+        let Some(shape) = a.noise.as_deref() else {
+            let given = [
+                (a.noise_connections.is_some(), "--noise-connections"),
+                (a.noise_interval.is_some(), "--noise-interval"),
+                (a.noise_read_rate.is_some(), "--noise-read-rate"),
+                (a.noise_path.is_some(), "--noise-path"),
+            ];
+            return match given.iter().find(|g| g.0) {
+                Some((_, flag)) => Err(format!("{flag} needs --noise SHAPE (slowloris, idle, garbage or slow-reader)")),
+                None => Ok(None),
+            };
+        };
         let shape = Shape::parse(shape)?;
-        if a.noise_connections == 0 {
+        let connections = a.noise_connections.unwrap_or(256);
+        if connections == 0 {
             return Err("--noise-connections must be at least 1".into());
         }
-        let interval = flag_duration("--noise-interval", &a.noise_interval)?;
+        let interval_flag = a.noise_interval.as_deref().unwrap_or("2s");
+        let interval = flag_duration("--noise-interval", interval_flag)?;
         if interval < Duration::from_millis(1) {
-            return Err(format!("--noise-interval {} must be at least 1ms", a.noise_interval));
+            return Err(format!("--noise-interval {interval_flag} must be at least 1ms"));
         }
-        if a.noise_read_rate == 0 {
+        let read_rate = a.noise_read_rate.unwrap_or(4096);
+        if read_rate == 0 {
             return Err("--noise-read-rate must be at least 1 byte/s".into());
         }
-        let path = &a.noise_path;
+        let path = a.noise_path.as_deref().unwrap_or("/delay?bytes=1048576");
         if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
             return Err(format!("--noise-path `{path}` must start with / and hold no spaces or control bytes"));
         }
         Ok(Some(NoiseConfig {
             shape,
-            connections: share(a.noise_connections as u64),
+            connections: share(connections as u64),
             interval,
-            read_rate: a.noise_read_rate,
-            path: path.clone(),
+            read_rate,
+            path: path.to_string(),
             authority: authority.to_string(),
             timeout,
             connect_timeout,
@@ -261,10 +275,10 @@ mod tests {
     fn flags(shape: &str, n: usize, interval: &str, rate: u64, path: &str) -> NoiseArgs {
         NoiseArgs {
             noise: Some(shape.into()),
-            noise_connections: n,
-            noise_interval: interval.into(),
-            noise_read_rate: rate,
-            noise_path: path.into(),
+            noise_connections: Some(n),
+            noise_interval: Some(interval.into()),
+            noise_read_rate: Some(rate),
+            noise_path: Some(path.into()),
         }
     }
 
@@ -276,7 +290,14 @@ mod tests {
         assert_eq!((c.shape, c.connections, c.interval, c.timeout), (Shape::SlowReader, 5, s(2), s(3)));
         let mut none = flags("idle", 1, "2s", 1, "/");
         none.noise = None;
+        let e = NoiseConfig::from_args(&none, "h", s(1), s(1), |n| n).unwrap_err();
+        assert!(e.starts_with("--noise-connections needs --noise"), "{e}");
+        let none = NoiseArgs { noise: None, noise_connections: None, noise_interval: None, noise_read_rate: None, noise_path: None };
         assert!(NoiseConfig::from_args(&none, "h", s(1), s(1), |n| n).unwrap().is_none());
+        let mut defaults = none.clone();
+        defaults.noise = Some("slowloris".into());
+        let d = NoiseConfig::from_args(&defaults, "h", s(1), s(1), |n| n).unwrap().unwrap();
+        assert_eq!((d.connections, d.interval, d.read_rate, d.path.as_str()), (256, s(2), 4096, "/delay?bytes=1048576"));
         for bad in [
             flags("loud", 1, "2s", 1, "/"),
             flags("idle", 0, "2s", 1, "/"),
