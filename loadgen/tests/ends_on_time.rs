@@ -209,3 +209,37 @@ per_backend!(
     a_thread_pool_server_busy_with_64_sessions_does_not_overrun_the_plan,
     one_long_loop_turn_stops_at_the_plan_end,
 );
+
+/// Noise (issue 31) ends with the plan too: 1 s warm-up + 1 s measured of
+/// light open load, beside 200 noise connections of each shape at once, at
+/// a server that accepts and never reads (slowloris's bytes, garbage's
+/// requests and slow readers' requests go unanswered) and at a listener
+/// that never accepts (connects past its backlog hang).
+#[test]
+fn noise_of_every_shape_ends_on_time() {
+    const NOISE_PLAN: Duration = Duration::from_millis(2_020);
+    let never_reads = serve(|s, _| {
+        std::thread::sleep(Duration::from_secs(20));
+        drop(s);
+    });
+    let never_accepts = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let backlog_url = format!("http://127.0.0.1:{}/", never_accepts.local_addr().unwrap().port());
+    let urls = [(never_reads.url("/"), true), (backlog_url, false)];
+    let backend = backend();
+    std::thread::scope(|s| {
+        for (url, accepts) in &urls {
+            for shape in ["slowloris", "idle", "garbage", "slow-reader"] {
+                s.spawn(move || {
+                    set_io(backend);
+                    let o = loadgen(&[url, "--rate", "20", "--warmup", "1s", "-d", "1s", "--noise", shape, "--noise-connections", "200", "--noise-interval", "100ms"]);
+                    assert_eq!(o.code, 0, "{shape}: {}", o.stderr);
+                    assert!(o.wall <= NOISE_PLAN + GRACE, "{shape} at {url}: loadgen took {:?} for a {NOISE_PLAN:?} plan", o.wall);
+                    // the backlog is shared by all eight runs: some get none of it
+                    if *accepts {
+                        assert!(o.json["noise"]["opened"].as_u64().unwrap() > 0, "{shape}: {}", o.json["noise"]);
+                    }
+                });
+            }
+        }
+    });
+}

