@@ -14,7 +14,7 @@ from rich.console import Console
 
 sys.path.insert(0, "tests/fixtures/run")
 from serverbench import build, catalog, doctor, paths, workloads as wl
-from serverbench.runner import RunOptions, run_matrix
+from serverbench.run.runner import RunOptions, run_matrix
 from serverbench.store import Store
 
 TARGET_S = 1.5

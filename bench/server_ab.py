@@ -20,8 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from serverbench import build, catalog, paths, supervisor
-from serverbench.catalog import Manifest
+from serverbench.catalog import build, manifests as catalog
+from serverbench import paths
+from serverbench.processes import supervisor
+from serverbench.catalog.manifests import Manifest
 
 
 def loadgen(url: str, seconds: float, connections: int, cpus: list[int]) -> dict:

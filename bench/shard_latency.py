@@ -22,9 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from serverbench.cluster import LoadCluster  # noqa: E402
-from serverbench.loadgen import run_loadgen  # noqa: E402
-from serverbench.workloads import Point  # noqa: E402
+from serverbench.cluster.load_cluster import LoadCluster  # noqa: E402
+from serverbench.processes.loadgen import run_loadgen  # noqa: E402
+from serverbench.catalog.workloads import Point  # noqa: E402
 
 RATE = float(os.environ.get("RATE", "400"))
 DURATION = os.environ.get("DURATION", "2s")

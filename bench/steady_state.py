@@ -21,9 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from serverbench import catalog, supervisor, warmup  # noqa: E402
-from serverbench import workloads as wl  # noqa: E402
-from serverbench.loadgen import run_loadgen  # noqa: E402
+from serverbench.catalog import manifests as catalog
+from serverbench.processes import supervisor
+from serverbench.run import warmup  # noqa: E402
+from serverbench.catalog import workloads as wl  # noqa: E402
+from serverbench.processes.loadgen import run_loadgen  # noqa: E402
 
 ROWS = os.environ.get("ROWS", "java-netty,java-undertow,c-epoll").split(",")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))

@@ -5,7 +5,7 @@ usage: .venv/bin/python scripts/contestants_table.py
 """
 from __future__ import annotations
 
-from serverbench.catalog import load_catalog
+from serverbench.catalog.manifests import load_catalog
 
 
 def table() -> str:

@@ -13,7 +13,7 @@ bin="$tools/bin"
 mkdir -p "$bin"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
-# The pinned versions (serverbench/crosscheck_tools.py names the same ones in `doctor`).
+# The pinned versions (serverbench/crosscheck/tools.py names the same ones in `doctor`).
 OHA_VERSION=1.16.0
 DRILL_VERSION=0.9.1
 HEY_VERSION=v0.1.5

@@ -12,16 +12,20 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from serverbench import __version__, build as build_mod, cli_bundle, cli_crosscheck, cli_profile, cli_report, cli_run
-from serverbench import cli_verify, left_out
-from serverbench import doctor as doctor_mod, paths, supervisor
-from serverbench.catalog import Manifest, select
+from serverbench import __version__, cli_bundle, cli_crosscheck, cli_profile, cli_report, cli_run
+from serverbench.catalog import build as build_mod
+from serverbench import cli_verify
+from serverbench.catalog import left_out
+from serverbench.catalog import doctor as doctor_mod
+from serverbench import paths
+from serverbench.processes import supervisor
+from serverbench.catalog.manifests import Manifest, select
 from serverbench.cli_common import load_catalog_warn, selected
 from serverbench.console import console, err_console
-from serverbench.install import install_missing
+from serverbench.catalog.install import install_missing
 from serverbench.store import Store
 from serverbench.verify import kinds
-from serverbench.workloads import load_workloads
+from serverbench.catalog.workloads import load_workloads
 
 app = typer.Typer(
     help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",

@@ -17,7 +17,7 @@ def bundle_cmd(
 ) -> None:
     """Write the harness, the loadgen and the built rows (no caches) as OUT.tar.zst, to run them on a
     machine without their build toolchains (README: "On a bench machine")."""
-    from .bundle import BundleError, write_bundle
+    from .catalog.bundle import BundleError, write_bundle
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
     ms = selected(ids)
     try:

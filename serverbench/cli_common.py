@@ -6,8 +6,9 @@ from typing import Any, Optional
 
 import typer
 
-from . import paths, supervisor
-from .catalog import Catalog, CatalogError, Manifest, load_catalog, select
+from . import paths
+from .processes import supervisor
+from .catalog.manifests import Catalog, CatalogError, Manifest, load_catalog, select
 from .console import err_console
 from .store import Store, StoreError
 

@@ -54,12 +54,12 @@ def crosscheck_cmd(
 ) -> None:
     """Drive servers with one workload through established load tools and loadgen; compare each tool's
     own figures with what the server counted (/tenth?ms=0 counter) and explain the largest disagreement."""
-    from . import aggregate
-    from . import workloads as wl
+    from .results import aggregate
+    from .catalog import workloads as wl
     from .crosscheck.session import CrosscheckError, CrosscheckOptions, run_crosscheck
     from .exporters import to_markdown
     from .run_view import RunView
-    from .workloads import parse_duration
+    from .catalog.workloads import parse_duration
     if duration is not None:
         try:
             parse_duration(duration)

@@ -54,7 +54,7 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, starts: int =
                  client_cpus: list[int] | None = None, workers: int | None = None,
                  only_changed: bool = False, out: Console = console) -> list[Any]:
     """Profile `ids` (all when None), print each step and the table; the profiles (stored)."""
-    from .profiler import ProfileOptions, profile_servers
+    from .cost.profiler import ProfileOptions, profile_servers
     opts = ProfileOptions(cold=cold, starts=starts, server_cpus=server_cpus or [], client_cpus=client_cpus or [],
                           workers=workers, only_changed=only_changed)
     if levels:

@@ -35,7 +35,7 @@ def report(run: Optional[int] = typer.Argument(None, help="run id (default: the 
                                                   "(default: html,markdown,csv)"),
            db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """Write a run's report files (HTML, Markdown, CSV, JSON: the same aggregated figures)."""
-    from .report import write_report
+    from .exporters.report import write_report
 
     formats = _formats(fmt)
     store = open_store(db, must_exist=True)
@@ -53,7 +53,7 @@ def export_cmd(run: str = typer.Argument(..., help="Run id, or 'latest'."),
                out: Optional[Path] = typer.Option(None, "--out", "-o", help="File (default: stdout)."),
                db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """Export one run in one format (JSON: groups, warnings and every cell with its loadgen output)."""
-    from . import aggregate
+    from .results import aggregate
     try:
         exporter = exporters.get(fmt)
     except ValueError as e:
@@ -81,7 +81,7 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
                 db: Optional[Path] = typer.Option(None, "--db", help="results database"),
                 show_all: bool = typer.Option(False, "--all", help="also list cells measured in only one run")) -> None:
     """Throughput and p99 of run B relative to run A, judged against the repetitions' noise."""
-    from .compare import MIN_EFFECT, UNJUDGED, compare
+    from .results.compare import MIN_EFFECT, UNJUDGED, compare
     store = open_store(db, must_exist=True)
     run_row(store, run_a), run_row(store, run_b)
     rows = compare(store, run_a, run_b)

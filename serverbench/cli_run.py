@@ -17,7 +17,7 @@ from .console import console, err_console as err
 
 def _finish(store: Any, result: Any) -> None:
     """The summary of a run the runner just ended, from the one aggregation."""
-    from . import aggregate
+    from .results import aggregate
     from .run_view import print_summary
     _, results = aggregate.load(store, result.run_id)
     print_summary(console, results, result.status, (result.ok, result.failed, result.skipped))
@@ -31,7 +31,7 @@ def _finish(store: Any, result: Any) -> None:
 def _measure(store: Any, opts: Any, **kw: Any) -> Any:
     """run_matrix with the console view; a run that fails is reported in one line, exit 1."""
     from .run_view import RunView
-    from .runner import run_matrix
+    from .run.runner import run_matrix
     view = RunView(console)
     try:
         result = run_matrix(store, opts, on_event=view, **kw)
@@ -89,65 +89,19 @@ def run_cmd(
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
 ) -> None:
     """Measure servers × workloads × repetitions and store every cell."""
-    from . import workloads as wl
     from .model import DEFAULT_REPEAT, RunOptions
-    from .workloads import parse_duration
     store = open_store(db)
     if run_id is not None and not resume:
         raise fail(f"RUN_ID {run_id} is only meaningful with --resume; use `serverbench run --resume {run_id}`")
     if resume:
-        resume_id = run_id if run_id is not None else store.latest_run_id()
-        if resume_id is None:
-            raise fail(f"no run to resume in {store.path}")
-        row = run_row(store, resume_id)
-        if row.shown_status == "running":
-            raise fail(f"run {resume_id} is still being measured by process {(row.owner or '?').split('@')[0]}; "
-                        "wait for it or stop that process before resuming")
-        result = _measure(store, RunOptions(), resume=resume_id)
-        raise typer.Exit(130 if result.status == "interrupted" else 0)
-    if split not in ("auto", "half"):
-        raise fail(f"--split: {split!r} is not auto or half; fix: use one of them (or give --server-cpus)")
-    if duration is not None:
-        try:
-            parse_duration(duration)
-        except ValueError as e:
-            raise fail(f"--duration: {e}") from None
-    if server_memory_limit is not None:
-        from .memlimit import MemoryLimitError, parse_size
-        try:
-            parse_size(server_memory_limit)
-        except MemoryLimitError as e:
-            raise fail(f"--server-memory-limit: {e}") from None
+        _resume(store, run_id)
     tls = {k: str(v) for k, v in (("ca_file", cluster_tls_ca), ("cert", cluster_tls_cert),
                                    ("key", cluster_tls_key)) if v is not None} or None
-    if cluster is not None:
-        from .cluster import check_spec
-        try:
-            check_spec(cluster, tls)
-        except ValueError as e:
-            raise fail(f"--cluster: {e}") from None
-    if server_on_cluster and cluster is None:
-        raise fail("--server-on-cluster needs --cluster (local:N, or the scheduler your server machine's worker joined)")
-    if server_on_cluster and target is not None:
-        raise fail("--server-on-cluster starts the server itself; --target measures one already running: give one")
+    _check_options(split, duration, server_memory_limit, cluster, tls, server_on_cluster, target)
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
-    if target is not None:
-        from .target import parse
-        try:
-            parse(target)
-        except ValueError as e:
-            raise fail(str(e)) from None
-        if ids and len(ids) != 1:
-            raise fail("--target measures one server: give at most one --servers ID to label it")
+    _check_target(target, ids)
     names = [x for s in workload or ["quick"] for x in s.split(",") if x]
-    errors: list[str] = []
-    all_w = wl.load_workloads(errors=errors)
-    for e in errors:
-        err.print(f"warning: {e}", style="yellow", markup=False, highlight=False)
-    try:
-        chosen = wl.select(all_w, names)
-    except wl.WorkloadError as e:
-        raise fail(str(e)) from None
+    chosen = _chosen_workloads(names)
     manifests = selected(ids) if ids or target is None else None
     opts = RunOptions(servers=[m.id for m in manifests] if manifests is not None else None, workloads=names,
                       repeat=repeat or (1 if quick else DEFAULT_REPEAT), duration=duration, full=full,
@@ -160,10 +114,78 @@ def run_cmd(
         raise typer.Exit(130)
 
 
+def _resume(store: Any, run_id: Optional[int]) -> None:
+    """`run --resume [RUN_ID]`: continue a stored run with its own options; exits when done."""
+    from .model import RunOptions
+    resume_id = run_id if run_id is not None else store.latest_run_id()
+    if resume_id is None:
+        raise fail(f"no run to resume in {store.path}")
+    row = run_row(store, resume_id)
+    if row.shown_status == "running":
+        raise fail(f"run {resume_id} is still being measured by process {(row.owner or '?').split('@')[0]}; "
+                    "wait for it or stop that process before resuming")
+    result = _measure(store, RunOptions(), resume=resume_id)
+    raise typer.Exit(130 if result.status == "interrupted" else 0)
+
+
+def _check_options(split: str, duration: Optional[str], server_memory_limit: Optional[str], cluster: Optional[str],
+                   tls: Optional[dict], server_on_cluster: bool, target: Optional[str]) -> None:
+    """One clear line for the first option that cannot work, before anything is measured."""
+    from .catalog.workloads import parse_duration
+    if split not in ("auto", "half"):
+        raise fail(f"--split: {split!r} is not auto or half; fix: use one of them (or give --server-cpus)")
+    if duration is not None:
+        try:
+            parse_duration(duration)
+        except ValueError as e:
+            raise fail(f"--duration: {e}") from None
+    if server_memory_limit is not None:
+        from .processes.memlimit import MemoryLimitError, parse_size
+        try:
+            parse_size(server_memory_limit)
+        except MemoryLimitError as e:
+            raise fail(f"--server-memory-limit: {e}") from None
+    if cluster is not None:
+        from .cluster.load_cluster import check_spec
+        try:
+            check_spec(cluster, tls)
+        except ValueError as e:
+            raise fail(f"--cluster: {e}") from None
+    if server_on_cluster and cluster is None:
+        raise fail("--server-on-cluster needs --cluster (local:N, or the scheduler your server machine's worker joined)")
+    if server_on_cluster and target is not None:
+        raise fail("--server-on-cluster starts the server itself; --target measures one already running: give one")
+
+
+def _check_target(target: Optional[str], ids: Optional[list[str]]) -> None:
+    if target is None:
+        return
+    from .processes.target import parse
+    try:
+        parse(target)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    if ids and len(ids) != 1:
+        raise fail("--target measures one server: give at most one --servers ID to label it")
+
+
+def _chosen_workloads(names: list[str]) -> list:
+    """The named workloads (the broken files in workloads/ are warnings, an unknown name fails)."""
+    from .catalog import workloads as wl
+    errors: list[str] = []
+    all_w = wl.load_workloads(errors=errors)
+    for e in errors:
+        err.print(f"warning: {e}", style="yellow", markup=False, highlight=False)
+    try:
+        return wl.select(all_w, names)
+    except wl.WorkloadError as e:
+        raise fail(str(e)) from None
+
+
 # ------------------------------------------------------------------------------ workloads
 def workloads_cmd() -> None:
     """List the workloads with their sizes."""
-    from . import workloads as wl
+    from .catalog import workloads as wl
     errors: list[str] = []
     ws = wl.load_workloads(errors=errors)
     t = Table(header_style="bold")
@@ -229,11 +251,12 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """What `make bench` runs: install, build, verify, run prantl-wrk 3 times on every verified server
     (judged: leaders beyond noise, or ties), profile them (`serverbench profile`, cold builds skipped unless --cold), report."""
-    from . import build, doctor, install, paths
-    from . import workloads as wl
+    from .catalog import build, doctor, install
+    from . import paths
+    from .catalog import workloads as wl
     from .cli_verify import verify_and_show
     from .model import RunOptions
-    from .report import write_report
+    from .exporters.report import write_report
     store = open_store(db)
     manifests = selected(None)
     if doctor.is_root():

@@ -12,7 +12,7 @@ from .cli_common import cpus_option, open_store, selected
 from .console import console, err_console
 from .verify import ServerVerdict, verify_servers
 from .verify.kinds import gates, kind_of
-from .workloads import load_workloads
+from .catalog.workloads import load_workloads
 
 
 def _result(name: str, passed: bool, skipped: bool) -> str:

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .aggregate import RunResults
-from .events import CellFinished, CellStarted, Event, RunEnded, RunStarted
+from .results.aggregate import RunResults
+from .run.events import CellFinished, CellStarted, Event, RunEnded, RunStarted
 from .formatting import fmt_us
 
 

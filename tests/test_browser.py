@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from serverbench.report import write_report
+from serverbench.exporters.report import write_report
 
 from test_report import load_fixture  # tests/ is on sys.path (pytest rootdir import mode)
 

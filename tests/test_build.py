@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 from serverbench import paths
-from serverbench.build import build, folder_hash, is_built
-from serverbench.environment import server_env
-from serverbench.catalog import load_catalog, select
+from serverbench.catalog.build import build, folder_hash, is_built
+from serverbench.catalog.environment import server_env
+from serverbench.catalog.manifests import load_catalog, select
 
 
 def counting_build(counter: Path) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from serverbench import build, bundle, catalog, doctor, paths
+from serverbench.catalog import build, bundle, manifests as catalog, doctor
+from serverbench import paths
 from serverbench.store import Store
 
 ROWS = ["c-epoll", "go-tcp", "rust-tokio"]

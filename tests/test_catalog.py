@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from serverbench import paths
-from serverbench.catalog import CatalogError, load_catalog, select
+from serverbench.catalog.manifests import CatalogError, load_catalog, select
 
 from conftest import write_manifest
 

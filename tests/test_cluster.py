@@ -15,9 +15,10 @@ from typing import Iterator
 
 import pytest
 
-from serverbench import paths, shards
-from serverbench.loadgen import LoadgenError, run_loadgen
-from serverbench.workloads import Point
+from serverbench import paths
+from serverbench.cluster import shards
+from serverbench.processes.loadgen import LoadgenError, run_loadgen
+from serverbench.catalog.workloads import Point
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
@@ -61,7 +62,7 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    from serverbench.cluster import LoadCluster
+    from serverbench.cluster.load_cluster import LoadCluster
     c = LoadCluster("local:2")
     try:
         c.start()
@@ -123,7 +124,7 @@ def test_a_worker_killed_mid_point_fails_it_clearly_and_the_next_point_runs(clus
 
 
 def cluster_lead() -> float:
-    from serverbench.cluster import LEAD_S
+    from serverbench.cluster.load_cluster import LEAD_S
     return LEAD_S
 
 
@@ -167,12 +168,12 @@ def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
     import runfix
 
-    from serverbench import catalog
-    from serverbench import workloads as wl
-    from serverbench.aggregate import load
+    from serverbench.catalog import manifests as catalog
+    from serverbench.catalog import workloads as wl
+    from serverbench.results.aggregate import load
     from serverbench.exporters import to_json
     from serverbench.model import RunOptions
-    from serverbench.runner import run_matrix
+    from serverbench.run.runner import run_matrix
     from serverbench.store import Store
 
     monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
@@ -225,9 +226,9 @@ def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its
 
 def test_target_measures_a_running_server_without_a_cluster_and_says_it_has_no_cpu_figures(
         tmp_path: Path, monkeypatch, server: str) -> None:
-    from serverbench import workloads as wl
+    from serverbench.catalog import workloads as wl
     from serverbench.model import RunOptions
-    from serverbench.runner import run_matrix
+    from serverbench.run.runner import run_matrix
     from serverbench.store import Store
 
     monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
@@ -255,7 +256,7 @@ def test_a_local_cluster_listens_on_loopback_only(cluster) -> None:
 
 
 def test_shards_on_one_machine_are_client_bound_together() -> None:
-    from serverbench.cluster import merged_result
+    from serverbench.cluster.load_cluster import merged_result
     rep = _report([], 10, 1000.0, 0)
     shard = {"host": "a", "pid": 1, "started_at": None, "wall_s": 1.0, "client_cpu_s": 0.48,
              "client_cpu_percent": 48.0, "client_saturated": False, "client_cores": 1, "host_cpus": 1, "loadgen": rep}
@@ -312,7 +313,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def test_shards_run_through_a_tls_scheduler_and_a_plain_client_is_refused(tmp_path: Path, server: str) -> None:
-    from serverbench.cluster import LoadCluster, security
+    from serverbench.cluster.load_cluster import LoadCluster, security
     tls = _tls_files(tmp_path)
     flags = ["--tls-ca-file", tls["ca_file"], "--tls-cert", tls["cert"], "--tls-key", tls["key"]]
     dask = str(Path(sys.executable).parent / "dask")

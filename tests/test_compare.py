@@ -8,8 +8,8 @@ import typer
 from typer.testing import CliRunner
 
 from serverbench.cli_report import register
-from serverbench.compare import IMPROVEMENT, REGRESSION, UNJUDGED, WITHIN_NOISE, compare, judge
-from serverbench.stats import summarize
+from serverbench.results.compare import IMPROVEMENT, REGRESSION, UNJUDGED, WITHIN_NOISE, compare, judge
+from serverbench.results.stats import summarize
 from serverbench.store import CellRecord, Store
 
 # server -> (run A rps per repetition, run B rps per repetition)

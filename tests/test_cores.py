@@ -15,9 +15,11 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
 from conftest import write_manifest  # noqa: E402
-from serverbench import aggregate, catalog, cores, runner  # noqa: E402
-from serverbench import workloads as wl  # noqa: E402
-from serverbench.events import ignore  # noqa: E402
+from serverbench.results import aggregate
+from serverbench.catalog import manifests as catalog
+from serverbench.run import cores, runner  # noqa: E402
+from serverbench.catalog import workloads as wl  # noqa: E402
+from serverbench.run.events import ignore  # noqa: E402
 from serverbench.exporters import to_csv, to_html, to_markdown  # noqa: E402
 from serverbench.model import CellRecord, RunOptions  # noqa: E402
 from serverbench.store import Store  # noqa: E402
@@ -194,11 +196,11 @@ def test_without_overlap_the_top_count_ranks_and_the_csv_and_html_carry_it() -> 
 
 
 def test_per_core_table_scaling_chart_and_model_notes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from serverbench.charts import Styles, scaling_chart
+    from serverbench.charts.figures import Styles, scaling_chart
     from serverbench.exporters import cores_section
     run, res = _results(top_overlaps=True)
     wl_ = res.workloads[0]
-    monkeypatch.setitem(sys.modules, "serverbench.model_notes", None)  # a tree without model notes
+    monkeypatch.setitem(sys.modules, "serverbench.results.model_notes", None)  # a tree without model notes
     pc = cores_section.per_core(wl_)
     assert pc.headers == ["server", "model", "1 core", "2 cores", "4 cores ⚠"]
     assert pc.rows[0] == ["scales", "event-loop-per-core", "900", "850", "750 ⚠"]  # 3,000 ÷ 4, overlapped

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from serverbench.aggregate import collect
+from serverbench.results.aggregate import collect
 from serverbench.crosscheck.servercount import CounterError, answered, rate, read_counter
 from serverbench.exporters import to_json, to_markdown
 from serverbench.model import CellMetrics, CellRecord, ToolRun

@@ -8,7 +8,7 @@ import pytest
 
 from serverbench.crosscheck.session import CrosscheckError, check_servers, ordered_tools
 from serverbench.crosscheck.translate import Invocation, Unsupported, translate
-from serverbench.workloads import Point, load_workloads
+from serverbench.catalog.workloads import Point, load_workloads
 
 BASE = "http://127.0.0.1:8080"
 URL = BASE + "/tenth?ms=0"

@@ -10,10 +10,11 @@ from typer.testing import CliRunner
 
 from rich.console import Console
 
-from serverbench import cli, doctor, paths
-from serverbench.catalog import load_catalog
+from serverbench import cli, paths
+from serverbench.catalog import doctor
+from serverbench.catalog.manifests import load_catalog
 from serverbench.cli import app
-from serverbench.install import install_missing, link_npm_bins
+from serverbench.catalog.install import install_missing, link_npm_bins
 
 from conftest import write_manifest
 

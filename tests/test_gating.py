@@ -12,10 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
-from serverbench import aggregate, catalog, paths  # noqa: E402
-from serverbench import workloads as wl  # noqa: E402
+from serverbench.results import aggregate
+from serverbench.catalog import manifests as catalog
+from serverbench import paths  # noqa: E402
+from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.exporters import to_html, to_markdown  # noqa: E402
-from serverbench.runner import RunOptions, run_matrix  # noqa: E402
+from serverbench.run.runner import RunOptions, run_matrix  # noqa: E402
 from serverbench.store import Store  # noqa: E402
 from serverbench.verify import CHECKS, kinds, verify_servers  # noqa: E402
 
@@ -208,7 +210,7 @@ def test_spec_lists_every_check_with_its_kind_and_gates() -> None:
 
 def test_crosscheck_skips_only_the_tool_that_needs_a_failed_feature(
         verified: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from serverbench import build
+    from serverbench.catalog import build
     from serverbench.crosscheck.session import CrosscheckOptions, run_crosscheck
     tmp, servers = verified["tmp"], verified["servers"]
     monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp)))

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from serverbench import left_out
+from serverbench.catalog import left_out
 from serverbench.cli import app
 
 

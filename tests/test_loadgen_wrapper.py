@@ -11,8 +11,8 @@ from hdrh.histogram import HdrHistogram
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
-from serverbench.loadgen import LoadgenError, run_loadgen, validate, version  # noqa: E402
-from serverbench.workloads import Point  # noqa: E402
+from serverbench.processes.loadgen import LoadgenError, run_loadgen, validate, version  # noqa: E402
+from serverbench.catalog.workloads import Point  # noqa: E402
 
 POINT = Point(label="c=1", connections=1, duration="300ms")
 

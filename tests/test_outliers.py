@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from serverbench import aggregate, outliers
-from serverbench.catalog import Model
+from serverbench.results import aggregate, outliers
+from serverbench.catalog.manifests import Model
 from serverbench.exporters import models_section
-from serverbench.model_notes import NOTES
-from serverbench.report import write_report
+from serverbench.results.model_notes import NOTES
+from serverbench.exporters.report import write_report
 from serverbench.store import Store
 
 from test_report import load_fixture

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from serverbench import paths
-from serverbench.loadgen import run_loadgen
-from serverbench.workloads import load_workloads
+from serverbench.processes.loadgen import run_loadgen
+from serverbench.catalog.workloads import load_workloads
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402

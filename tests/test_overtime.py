@@ -7,10 +7,10 @@ import statistics
 
 import pytest
 
-from serverbench import overload, soak, timeline
+from serverbench.overtime import overload, soak, timeline
 from serverbench.model import LoadgenReport
-from serverbench.overload import CRASHES, DEGRADES, HOLDS, KEPT_UP, SHEDS, SLOWS
-from serverbench.timeline import LoadSecond, ServerSecond
+from serverbench.overtime.overload import CRASHES, DEGRADES, HOLDS, KEPT_UP, SHEDS, SLOWS
+from serverbench.overtime.timeline import LoadSecond, ServerSecond
 
 N = 40  # seconds; the end window is the last 8 (20 %)
 

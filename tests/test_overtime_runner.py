@@ -13,10 +13,12 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
 from conftest import write_manifest  # noqa: E402
-from serverbench import aggregate, catalog, memlimit, supervisor  # noqa: E402
-from serverbench import workloads as wl  # noqa: E402
+from serverbench.results import aggregate
+from serverbench.catalog import manifests as catalog
+from serverbench.processes import memlimit, supervisor  # noqa: E402
+from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.exporters import to_html, to_markdown  # noqa: E402
-from serverbench.runner import RunOptions, run_matrix  # noqa: E402
+from serverbench.run.runner import RunOptions, run_matrix  # noqa: E402
 from serverbench.store import Store  # noqa: E402
 
 OVER = """name = "over"

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from serverbench import aggregate, catalog, runner
-from serverbench import workloads as wl
+from serverbench.results import aggregate
+from serverbench.catalog import manifests as catalog
+from serverbench.run import runner
+from serverbench.catalog import workloads as wl
 from serverbench.exporters import to_markdown
 from serverbench.model import CellRecord, RunOptions
 from serverbench.store import Store

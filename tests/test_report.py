@@ -16,10 +16,10 @@ from hdrh.histogram import HdrHistogram
 from typer.testing import CliRunner
 
 from serverbench.cli_report import register
-from serverbench.aggregate import merge_histograms
+from serverbench.results.aggregate import merge_histograms
 from serverbench.exporters.to_csv import COLUMNS as CSV_COLUMNS
 from serverbench.exporters.to_markdown import COLUMNS as MD_COLUMNS
-from serverbench.report import ReportPaths, write_report
+from serverbench.exporters.report import ReportPaths, write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report" / "make_store.py"
 
@@ -174,7 +174,7 @@ def test_cost_of_ownership_section(built) -> None:
     assert java[header.index("RSS per 1,000 idle conns MiB")] == "273.44 (32 → 64)"  # bounded: up to 64
     assert java[header.index("cold build s")] == "75.0 (+5.0 download)"
     rps = float(rows[2][header.index("prantl-wrk req/s")].replace(",", ""))
-    from serverbench import aggregate
+    from serverbench.results import aggregate
     _, results = aggregate.load(store, run_id)
     tokio = results.group("prantl-wrk", "c=400", "rust-tokio")
     assert rps == pytest.approx(tokio.rps.median, abs=1)

@@ -13,9 +13,9 @@ from hdrh.histogram import HdrHistogram
 from rich.console import Console
 from typer.testing import CliRunner
 
-from serverbench import aggregate
+from serverbench.results import aggregate
 from serverbench.cli import app
-from serverbench.compare import compare
+from serverbench.results.compare import compare
 from serverbench.exporters import to_csv, to_json, to_markdown
 from serverbench.formatting import fmt_us
 from serverbench.model import CellRecord, LoadgenFormatError, LoadgenReport
@@ -97,8 +97,9 @@ def test_every_output_gives_the_same_p99_and_rps(run) -> None:
 def test_a_run_that_raises_is_failed_and_keeps_its_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
     import runfix
-    from serverbench import catalog, runner
-    from serverbench import workloads as wl
+    from serverbench.catalog import manifests as catalog
+    from serverbench.run import runner
+    from serverbench.catalog import workloads as wl
     from serverbench.model import RunOptions
     monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
     monkeypatch.setenv("FAKE_LOADGEN_LOG", str(tmp_path / "calls.jsonl"))

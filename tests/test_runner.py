@@ -7,9 +7,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
-from serverbench import catalog, runner, supervisor  # noqa: E402
-from serverbench import workloads as wl  # noqa: E402
-from serverbench.runner import RunOptions, run_matrix  # noqa: E402
+from serverbench.catalog import manifests as catalog
+from serverbench.run import runner
+from serverbench.processes import supervisor  # noqa: E402
+from serverbench.catalog import workloads as wl  # noqa: E402
+from serverbench.run.runner import RunOptions, run_matrix  # noqa: E402
 from serverbench.store import Store  # noqa: E402
 
 WORKLOADS = {
@@ -171,7 +173,7 @@ def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
         assert c.loadgen.schema_ == "loadgen/1" and c.usage["samples"] > 0
     assert cells[0].metrics.server_start_s is not None and cells[1].metrics.server_start_s is None
     assert env["store"].run(res.run_id).status == "finished"
-    from serverbench import aggregate
+    from serverbench.results import aggregate
     _, results = aggregate.load(env["store"], res.run_id)
     g = results.group("mini", "c=1", "py-ok")
     assert g.rps.n == 2 and g.rps.min <= g.rps.median <= g.rps.max
@@ -214,7 +216,7 @@ def test_unverified_servers_are_skipped_with_the_reason(env) -> None:
     cells = env["store"].cells(res.run_id)
     assert [c.status for c in cells] == ["skipped", "skipped"]
     assert "never verified; run `serverbench verify py-ok`" in cells[0].error
-    from serverbench import build
+    from serverbench.catalog import build
     env["store"].record_verdict("py-ok", True, [], build.folder_hash(env["servers"]["py-ok"]))
     res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
     assert res.ok == 2
@@ -253,7 +255,7 @@ def test_capacity_that_never_breaks_is_flagged_as_a_lower_bound(env, monkeypatch
     [c] = env["store"].cells(res.run_id)
     assert [s.held for s in c.metrics.steps] == [True] * 5
     assert c.metrics.capacity_ceiling is True and c.metrics.capacity_target_rate == 1600
-    from serverbench import aggregate
+    from serverbench.results import aggregate
     [wl] = aggregate.collect(res.run_id, env["store"].cells(res.run_id), {}, catalog={}).workloads
     [g] = wl.points[0].groups
     assert any(w.kind == "lower-bound" for w in g.warnings)
@@ -309,7 +311,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_stops_the_server(env, monkeypatch:
 
 
 def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.MonkeyPatch) -> None:
-    from serverbench import build
+    from serverbench.catalog import build
     from serverbench import verify as vf
     from serverbench.cli_verify import verify_and_show
     from serverbench.verify import servers as vservers
@@ -360,7 +362,7 @@ def test_cli_results_export_and_errors(env, tmp_path: Path) -> None:
 
 
 def test_first_point_of_a_start_is_warmed_to_steady_state_in_one_second_rounds(env) -> None:
-    from serverbench import warmup
+    from serverbench.run import warmup
     res = go(env, ["py-ok"], ["steady"])
     assert (res.status, res.ok) == ("finished", 2)
     first, later = env["store"].cells(res.run_id)

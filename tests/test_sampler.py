@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from serverbench.sampler import CPUS_COLUMN, SERIES_COLUMNS, Sampler, Usage
+from serverbench.processes.sampler import CPUS_COLUMN, SERIES_COLUMNS, Sampler, Usage
 
 from conftest import LIFECYCLE, wait_all_gone
 

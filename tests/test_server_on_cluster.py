@@ -10,10 +10,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from serverbench import catalog, paths
-from serverbench import workloads as wl
+from serverbench.catalog import manifests as catalog
+from serverbench import paths
+from serverbench.catalog import workloads as wl
 from serverbench.model import RunOptions
-from serverbench.runner import run_matrix
+from serverbench.run.runner import run_matrix
 from serverbench.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
@@ -66,7 +67,7 @@ def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp
     assert affinity == [sorted(os.sched_getaffinity(0))[0]]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert all(c.metrics.server_host == "127.0.0.1" for c in cells.values())
-    from serverbench.aggregate import load
+    from serverbench.results.aggregate import load
     from serverbench.exporters import to_markdown
     head = to_markdown.render(*load(store, res.run_id)).decode().split("## Environment and options\n\n", 1)[1].splitlines()[0]
     assert "server on the Dask worker with the resource server (this machine)" in head, head
@@ -112,8 +113,8 @@ def test_verification_happens_on_the_server_worker_and_its_verdict_is_stored(tmp
 
 
 def test_a_harness_that_stops_renewing_its_lease_has_its_server_stopped() -> None:
-    from serverbench.cluster import LoadCluster
-    from serverbench.remote_server import ServerHost
+    from serverbench.cluster.load_cluster import LoadCluster
+    from serverbench.cluster.remote_server import ServerHost
     m = catalog.load_catalog(runfix.SERVERS).servers["py-ok"]
     with LoadCluster("local:1", server=True) as c:
         addr = c.server_worker()

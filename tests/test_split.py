@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from serverbench import catalog, paths, split, supervisor
+from serverbench.catalog import manifests as catalog
+from serverbench import paths
+from serverbench.run import split
+from serverbench.processes import supervisor
 from serverbench.model import RunOptions
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
@@ -36,7 +39,7 @@ def test_a_fast_client_leaves_the_server_most_cpus_and_small_machines_stay_one_a
 
 
 def test_cpus_given_make_the_split_manual_and_half_splits_in_two(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("serverbench.supervisor.default_cpu_split", lambda: ([0, 1], [2, 3]))
+    monkeypatch.setattr("serverbench.processes.supervisor.default_cpu_split", lambda: ([0, 1], [2, 3]))
     opts = RunOptions(server_cpus=[0], split="auto")
     assert split.settle(opts, False, fresh=True) == {"mode": "manual", "server_cpus": [0], "client_cpus": [2, 3]}
     opts = RunOptions(split="half")

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from serverbench.stats import noisy, outliers, summarize
+from serverbench.results.stats import noisy, outliers, summarize
 
 
 def test_summarize_known_values() -> None:
@@ -37,7 +37,7 @@ def test_outliers_modified_z() -> None:
 
 
 def test_group_warnings_name_noise_and_outliers() -> None:
-    from serverbench.aggregate import Group
+    from serverbench.results.aggregate import Group
     from serverbench.model import CellRecord
     g = Group("w", "p", "s", {}, ok=[CellRecord("s", "w", "p", i, "ok", metrics={"rps": v})
                                       for i, v in enumerate([100, 101, 99, 100, 60], 1)])

@@ -1,5 +1,6 @@
 """The harness's shape: no import cycles (imports inside functions included), no module over
-600 lines, and docs/DESIGN.md's module table naming exactly the modules that exist."""
+600 lines, no function over 80 or class over 300, at most 20 modules at the top level, a docstring
+for every folder, and docs/DESIGN.md's module table naming exactly the modules that exist."""
 from __future__ import annotations
 
 import ast
@@ -9,6 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "serverbench"
 MAX_LINES = 600
+MAX_FUNCTION, MAX_CLASS = 80, 300
+MAX_TOP_LEVEL = 20
 
 
 def _module_name(path: Path) -> str:
@@ -102,3 +105,64 @@ def test_design_doc_names_exactly_the_modules() -> None:
                 and not (p.name == "__init__.py" and p.parent == PKG)}
     assert existing - named == set(), f"modules missing from docs/DESIGN.md's table: {sorted(existing - named)}"
     assert named - existing == set(), f"docs/DESIGN.md's table names modules that do not exist: {sorted(named - existing)}"
+
+
+def _too_long(tree: ast.AST) -> list[str]:
+    out = []
+    for n in ast.walk(tree):
+        limit = MAX_CLASS if isinstance(n, ast.ClassDef) else (
+            MAX_FUNCTION if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+        if limit is not None and (lines := n.end_lineno - n.lineno + 1) > limit:
+            out.append(f"{n.name} ({lines} lines)")
+    return out
+
+
+def test_the_length_check_sees_a_long_function() -> None:
+    long = "def f():\n" + "    x = 1\n" * MAX_FUNCTION
+    assert _too_long(ast.parse(long)) == [f"f ({MAX_FUNCTION + 1} lines)"]
+
+
+def test_no_function_over_80_lines_no_class_over_300() -> None:
+    long = {m: found for m, p in modules().items() if (found := _too_long(ast.parse(p.read_text())))}
+    assert long == {}, f"split these: {long}"
+
+
+def test_the_top_level_holds_at_most_20_modules() -> None:
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, f"{len(top)} modules at serverbench/'s top level: move some into a folder: {top}"
+
+
+def test_every_folder_says_what_it_owns_and_may_import() -> None:
+    for init in sorted(PKG.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert doc.count("\n") >= 2, f"{init.relative_to(ROOT)}: say what the folder owns in its docstring"
+        assert "May import" in doc, f"{init.relative_to(ROOT)}: say what the folder may import (a 'May import:' line)"
+
+# The folders in the order data flows (docs/DESIGN.md's table of folders): each imports only the
+# shared vocabulary and the folders before it; the CLI's modules sit above them all.
+FOLDERS = ["catalog", "processes", "verify", "overtime", "cluster", "run", "crosscheck", "results", "cost",
+           "charts", "exporters"]
+VOCABULARY = {"paths", "model", "store", "formatting", "console"}
+
+
+def _place(mod: str) -> int | None:
+    """A module's place in the flow: -1 for the vocabulary, its folder's index, None for the CLI."""
+    part = mod.split(".")[1] if mod.count(".") else ""
+    if part in VOCABULARY:
+        return -1
+    return FOLDERS.index(part) if part in FOLDERS else None
+
+
+def test_the_folder_order_names_every_folder() -> None:
+    assert sorted(FOLDERS) == sorted(p.parent.name for p in PKG.glob("*/__init__.py"))
+
+
+def test_folders_import_only_the_vocabulary_and_folders_before_them() -> None:
+    upward = []
+    for mod, targets in import_graph().items():
+        here = _place(mod)
+        for t in targets:
+            there = _place(t)
+            if here is not None and (there is None or there > here):
+                upward.append(f"{mod} → {t}")
+    assert upward == [], "imports against the flow: " + ", ".join(sorted(upward))

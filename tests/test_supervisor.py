@@ -16,11 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from serverbench import supervisor
-from serverbench.catalog import Manifest, load_catalog
-from serverbench.supervisor import (ServerStartError, default_cpu_split, free_port, online_cpus,
-                                    parse_cpus, pinned, port_is_free, raise_nofile, run_server,
-                                    stop_all)
+from serverbench.processes import supervisor
+from serverbench.catalog.manifests import Manifest, load_catalog
+from serverbench.processes.supervisor import ServerStartError, default_cpu_split, free_port, online_cpus, parse_cpus, pinned, port_is_free, raise_nofile, run_server, stop_all
 
 from conftest import LIFECYCLE, alive, fake_server_cmd, wait_all_gone
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from serverbench import warmup
+from serverbench.run import warmup
 from serverbench.model import CellMetrics
 
 

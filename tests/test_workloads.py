@@ -4,8 +4,7 @@ from pathlib import Path
 import pytest
 
 from serverbench import paths
-from serverbench.workloads import (Point, WorkloadError, load_workload, load_workloads, parse_duration,
-                                   select)
+from serverbench.catalog.workloads import Point, WorkloadError, load_workload, load_workloads, parse_duration, select
 
 GOOD = """
 name = "{name}"

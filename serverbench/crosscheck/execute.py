@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sampler import Sampler
-from ..supervisor import die_with_parent, pinned
+from ..processes.sampler import Sampler
+from ..processes.supervisor import die_with_parent, pinned
 from .translate import Invocation
 
 SAMPLE_INTERVAL = 0.2

@@ -14,16 +14,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import paths, supervisor
-from ..events import CellFinished, CellStarted, Listener, RunStarted, ignore
-from ..lifecycle import MatrixResult, measured_run
-from ..fingerprint import fingerprint as take_fingerprint
-from ..loadgen import SATURATION, LoadgenError, run_loadgen
+from .. import paths
+from ..processes import supervisor
+from ..run.events import CellFinished, CellStarted, Listener, RunStarted, ignore
+from ..run.lifecycle import MatrixResult, measured_run
+from ..run.fingerprint import fingerprint as take_fingerprint
+from ..processes.loadgen import SATURATION, LoadgenError, run_loadgen
 from ..model import CellMetrics, CellRecord, RunOptions, ToolRun
-from ..runner import _Gate, usage_metrics
-from ..sampler import Sampler
+from ..run.runner import _Gate, usage_metrics
+from ..processes.sampler import Sampler
 from ..store import Store, now_iso
-from ..workloads import Point, Workload
+from ..catalog.workloads import Point, Workload
 from . import tools as tool_table
 from .execute import run_tool
 from .parsers import ToolFigures, ToolOutputError, parse

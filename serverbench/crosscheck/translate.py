@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ..workloads import Point, parse_duration
+from ..catalog.workloads import Point, parse_duration
 from .tools import TOOLS
 
 CROSSCHECK_PATH = "/tenth?ms=0"

@@ -1,14 +1,18 @@
 """Exporters of a run's aggregated results, behind one interface: `render(run, results) -> bytes`.
 
 `EXPORTERS` maps a format name to its module's render function and the file suffix it writes.
-Each reads only aggregate.RunResults (never the raw metrics), so all formats agree.
+Each reads only aggregate.RunResults (never the raw metrics), so all formats agree. The
+`*_section.py` modules hold a section shared by Markdown and HTML; `report.py` writes the files.
+
+May import: formatting, model, store, catalog, results, charts, cost, overtime, run (split and
+fingerprint figures). Nothing imports the exporters but the CLI.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..aggregate import RunResults
+from ..results.aggregate import RunResults
 from . import to_csv, to_json, to_markdown
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import ranking
-from ..aggregate import Group, PointData, WorkloadData
+from ..results import ranking
+from ..results.aggregate import Group, PointData, WorkloadData
 from ..formatting import fmt_num
-from ..model_notes import note
+from ..results.model_notes import note
 
 KIND = "cores"
 MARK = "⚠"

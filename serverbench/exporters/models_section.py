@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..model_notes import note
+from ..results.model_notes import note
 
 MODEL_HEADERS = ["model", "what it predicts", "rows"]
 NOTE_HEADERS = ["server", "note"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..aggregate import PointData, RunResults, WorkloadData
+from ..results.aggregate import PointData, RunResults, WorkloadData
 from ..model import RunOptions
-from ..ranking import Glance
+from ..results.ranking import Glance
 
 # What each stored run option means, in the reader's words (RunOptions' fields, in this order).
 OPTION_WORDS: dict[str, str] = {

@@ -3,9 +3,9 @@ soak): the rules behind the verdict and the figures, one table row per server, t
 Plain text cells; each exporter escapes and lays them out."""
 from __future__ import annotations
 
-from ..aggregate import Group, WorkloadData
+from ..results.aggregate import Group, WorkloadData
 from ..formatting import fmt_num, fmt_us
-from ..overload import RULES, RULES_INTRO
+from ..overtime.overload import RULES, RULES_INTRO
 
 KINDS = ("overload", "soak")
 OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..aggregate import RunResults
-from ..fingerprint import normalize
+from ..results.aggregate import RunResults
+from ..run.fingerprint import normalize
 from ..formatting import cpus
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from ..aggregate import Group, RunResults
-from ..charts import FONT, model_color
-from ..warmup import TOLERANCE, WINDOW
+from ..results.aggregate import Group, RunResults
+from ..charts.figures import FONT, model_color
+from ..run.warmup import TOLERANCE, WINDOW
 
 NOTE = (f"Before a server start's first point the harness loads it with that point's own load in one-second "
         f"rounds until the mean successful rate of the last {WINDOW} seconds is no more than {TOLERANCE:.0%} above "

@@ -5,7 +5,7 @@ import csv
 import io
 from typing import Any
 
-from ..aggregate import GroupFigures, RunResults
+from ..results.aggregate import GroupFigures, RunResults
 
 COLUMNS: list[str] = list(GroupFigures.model_fields)
 

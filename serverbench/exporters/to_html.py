@@ -14,18 +14,17 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..aggregate import Group, PointData, RunResults, Warning, WorkloadData
-from ..charts import (FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color,
-                      p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart,
-                      timeline_chart, timeline_rates)
+from ..results.aggregate import Group, PointData, RunResults, Warning, WorkloadData
+from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from . import models_section
 from .to_markdown import errors_cell, interval_cell, rate_cell
-from ..timecharts import over_time_chart
-from .. import cost, split
-from ..cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
-from ..fingerprint import normalize
+from ..charts.timecharts import over_time_chart
+from ..cost import table as cost
+from ..run import split
+from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
+from ..run.fingerprint import normalize
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 
 # -- HTML pieces ----------------------------------------------------------------------------------

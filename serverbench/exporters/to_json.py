@@ -5,7 +5,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ..aggregate import RunResults
+from ..results.aggregate import RunResults
 
 
 def _cell(c: Any) -> dict[str, Any]:

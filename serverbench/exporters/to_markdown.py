@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..aggregate import Group, RunResults
-from ..fingerprint import normalize
+from ..results.aggregate import Group, RunResults
+from ..run.fingerprint import normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from . import models_section
-from .. import cost, ranking
-from .. import split
+from ..cost import table as cost
+from ..results import ranking
+from ..run import split
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors", "p50",
            "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..aggregate import Group, PointData, RunResults
+from ..results.aggregate import Group, PointData, RunResults
 
 INTRO = ("Deviations: verify checks a row failed on input no workload sends (garbled requests, request "
          "smuggling). They are shown, not held against the row: its measurements stand.")

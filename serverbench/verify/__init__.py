@@ -8,6 +8,9 @@ kinds.py     what each check protects (measurement, feature, robustness) and wha
 suite.py     the ordered check list and verify()
 servers.py   verifying contestants: start, check, store the verdict
 httpcheck.py the raw HTTP/1.1 client the checks use
+
+May import: paths, model, store, catalog, processes. Hands out the names below to the CLI, run
+(the verdict gates) and results (the deviations a report shows).
 """
 from .base import CheckResult
 from .servers import ServerVerdict, verify_servers

@@ -11,7 +11,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from ..supervisor import raise_nofile
+from ..processes.supervisor import raise_nofile
 from .base import HELLO, CheckFailed, Ctx, expect, get, roundtrip, show
 from .httpcheck import Conn, HTTPCheckError, PeerClosed, ProtocolError, ReadTimeout, Response
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import build, doctor, supervisor
+from ..catalog import build, doctor
+from ..processes import supervisor
 from .base import CheckResult
 from .kinds import Admission, admission
 from .suite import verify

@@ -10,12 +10,9 @@ from urllib.parse import urlsplit
 
 from .. import paths
 from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
-from .endpoints import (check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root,
-                        check_tenth)
+from .endpoints import check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root, check_tenth
 from .httpcheck import HTTPCheckError
-from .protocol import (check_bad_request, check_connection_close, check_date, check_http10,
-                       check_idle_connections, check_keepalive, check_method, check_not_found, check_pipeline,
-                       check_split)
+from .protocol import check_bad_request, check_connection_close, check_date, check_http10, check_idle_connections, check_keepalive, check_method, check_not_found, check_pipeline, check_split
 from .smuggling import check_smuggling
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
@@ -68,7 +65,7 @@ def verify(
 ) -> list[CheckResult]:
     """Run the SPEC.md conformance checks against the server at base_url (http://host:port).
 
-    manifest (serverbench.catalog.Manifest or None) supplies `counter` and `bound(workers)`;
+    manifest (serverbench.catalog.manifests.Manifest or None) supplies `counter` and `bound(workers)`;
     pid enables the CPU check; only restricts to the named checks (kept in CHECKS order).
     """
     u = urlsplit(base_url if "//" in base_url else f"http://{base_url}")

@@ -1,0 +1,123 @@
+"""Is a contestant's toolchain here? Which version? How to get it if not."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Literal
+
+from serverbench import paths
+from serverbench.catalog.environment import server_env
+from serverbench.catalog.manifests import Manifest
+
+# What a step needs: "build" = `requires` on PATH and the [install] apt packages (compilers, headers);
+# "run" = `run_requires` only (a built native binary needs nothing), so built rows run on a machine
+# without their build toolchains (`serverbench bundle`).
+Step = Literal["build", "run"]
+
+VERSION_TIMEOUT_S = 20.0
+# (version command, PATH, cwd) -> (version, problem); toolchains don't change mid-run
+_version_cache: dict[tuple[str, str, str], tuple[str | None, str | None]] = {}
+_dpkg_cache: dict[str, bool] = {}  # Debian package -> installed
+
+
+@dataclass
+class Availability:
+    id: str
+    available: bool
+    missing: list[str]
+    version: str | None
+    install_hint: str | None
+    reason: str | None
+
+
+def clear_cache() -> None:
+    """Forget cached versions and package states (after installing something)."""
+    _version_cache.clear()
+    _dpkg_cache.clear()
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def install_hint(m: Manifest) -> str | None:
+    """The commands that would provide this server's toolchain."""
+    cmds: list[str] = []
+    if m.install.apt:
+        sudo = "" if is_root() else "sudo "
+        cmds.append(f"{sudo}apt-get install -y {' '.join(m.install.apt)}")
+    if m.install.npm:
+        cmds.append(f"npm install --prefix .tools {' '.join(m.install.npm)}")
+    if cmds:
+        return " && ".join(cmds) + f"  (or: serverbench install {m.id})"
+    return None
+
+
+def _version(m: Manifest, env: dict[str, str]) -> tuple[str | None, str | None]:
+    key = (m.version, env["PATH"], str(m.dir))
+    if key in _version_cache:
+        return _version_cache[key]
+    try:
+        p = subprocess.run(["/bin/sh", "-c", m.version], cwd=m.dir, env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           errors="replace", timeout=VERSION_TIMEOUT_S)
+        # some toolchains (java -version) print to stderr
+        lines = [ln.strip() for ln in (p.stdout or p.stderr).splitlines() if ln.strip()]
+        first = lines[0] if lines else None
+        if p.returncode != 0:
+            result = (None, f"version command `{m.version}` failed with exit code "
+                            f"{p.returncode}: {first or 'no output'}")
+        else:
+            result = (first, None if first else f"version command `{m.version}` printed nothing")
+    except subprocess.TimeoutExpired:
+        result = (None, f"version command `{m.version}` timed out after {VERSION_TIMEOUT_S:.0f} s")
+    except OSError as e:
+        result = (None, f"version command `{m.version}` could not run: {e}")
+    _version_cache[key] = result
+    return result
+
+
+def apt_installed(pkg: str) -> bool:
+    """Is Debian package `pkg` installed? (True where there is no dpkg: nothing to check against.)"""
+    if pkg not in _dpkg_cache:
+        if shutil.which("dpkg-query") is None:
+            return True
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT_S)
+        _dpkg_cache[pkg] = out.returncode == 0 and "install ok installed" in out.stdout
+    return _dpkg_cache[pkg]
+
+
+def built_version(m: Manifest) -> str | None:
+    """The version line recorded when the row was last built (the build stamp's second line)."""
+    try:
+        lines = (paths.STAMPS / m.id).read_text().splitlines()
+    except OSError:
+        return None
+    return lines[1].strip() or None if len(lines) > 1 else None
+
+
+def check(m: Manifest, step: Step = "build") -> Availability:
+    """Build: every `requires` executable is on the servers' PATH (.tools/bin first) and every Debian
+    package of `[install] apt` is installed (headers and modules have no executable to find).
+    Run: every `run_requires` executable is there; the version is the one recorded at build time
+    (the toolchain that made the binary), else the version command's."""
+    env = server_env(m)
+    needs = m.requires if step == "build" else m.run_requires
+    missing = [r for r in needs if shutil.which(r, path=env["PATH"]) is None]
+    if step == "build":
+        missing += [f"apt:{p}" for p in m.install.apt if not apt_installed(p)]
+    if missing:
+        return Availability(m.id, False, missing, None, install_hint(m),
+                            f"missing{' at run time' if step == 'run' else ''}: {', '.join(missing)}")
+    recorded = built_version(m) if step == "run" else None
+    if recorded:
+        return Availability(m.id, True, [], recorded, None, None)
+    version, problem = _version(m, env)
+    return Availability(m.id, True, [], version, None, problem)
+
+
+def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
+    return [check(m, step) for m in ms]

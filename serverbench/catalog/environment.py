@@ -1,0 +1,41 @@
+"""The environment a contestant's `build`, `run` and `version` commands see (SPEC.md).
+
+Its own module because build, doctor and supervisor all need it and none of them should
+import another for it.
+"""
+from __future__ import annotations
+
+import os
+
+from serverbench import paths
+from serverbench.catalog.manifests import Manifest
+
+
+def _affinity_count() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
+               workers: int | None = None) -> dict[str, str]:
+    """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(paths.TOOLS_BIN), env.get("PATH", os.defpath)])
+    env["HOST"] = host
+    if port is not None:
+        env["PORT"] = str(port)
+    else:
+        env.pop("PORT", None)  # an inherited PORT must not leak into a server
+    env["WORKERS"] = str(workers or m.workers or _affinity_count())
+    env["HELLO_FILE"] = str(paths.HELLO_FILE)
+    env["CARGO_TARGET_DIR"] = str(paths.CARGO_TARGET)
+    # Go's own caches live under $HOME (kept between runs); without HOME it refuses to build.
+    if not env.get("HOME") and not env.get("XDG_CACHE_HOME"):
+        env.setdefault("GOCACHE", str(paths.BUILD / "go-cache"))
+        env.setdefault("GOMODCACHE", str(paths.BUILD / "go-mod"))
+        env.setdefault("GOFLAGS", "-modcacherw")  # so `make clean` can delete the module cache
+    env.setdefault("GOTOOLCHAIN", "local")  # never let `go` fetch a toolchain of its own
+    env.setdefault("MAVEN_OPTS", "-Xmx1g")
+    env.setdefault("NPM_CONFIG_UPDATE_NOTIFIER", "false")
+    env.setdefault("NPM_CONFIG_FUND", "false")
+    env.update(m.env)
+    return env

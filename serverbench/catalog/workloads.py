@@ -1,0 +1,453 @@
+"""`workloads/*.toml`: load profiles, validated with pydantic, mapped 1:1 to loadgen options.
+
+A workload has a `quick` size (default, ~10 s per server on 2 cores) and a `full` size
+(the published benchmark's original parameters). A workload may instead list
+`includes = [...]`: running it runs those workloads' sizes (used by the `quick` set).
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+# Used for ETA and kill deadlines of request-count points that give no time_limit.
+DEFAULT_TIME_LIMIT = "60s"
+CALIBRATION_CONNECTIONS = 64
+
+
+class WorkloadError(Exception):
+    """A workload file is invalid or a workload name is unknown (one-line message)."""
+
+
+def parse_duration(text: str | int | float) -> float:
+    """'10s' | '500ms' | '2m' | '1h' -> seconds. Bare numbers are seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"duration must be >= 0, got {text}")
+        return float(text)
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"bad duration {text!r}; use e.g. '10s', '500ms', '2m'")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _fmt_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+class Point(BaseModel):
+    """One measured load level; fields map 1:1 to loadgen options (see docs/DESIGN.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    mode: Literal["closed", "open", "sessions", "capacity"] = "closed"
+    path: str | None = None
+    method: str | None = None
+    headers: list[str] = []
+    body: str | None = None
+    connections: int | None = None
+    threads: int | None = None
+    duration: str | None = None
+    requests: int | None = None
+    time_limit: str | None = None  # request-count points: passed as --duration (a cap)
+    rate: float | str | None = None  # number, or "50%" of calibrated closed-loop capacity
+    poisson: bool = False
+    max_connections: int | None = None
+    users: int | None = None
+    ramp: str | None = None
+    spawn_rate: float | None = None
+    session_requests: int | None = None
+    think: str | None = None
+    think_jitter: float | None = None
+    loop_sessions: bool = False
+    stages: str | None = None
+    keepalive: bool = True
+    pipeline: int | None = None
+    timeout: str | None = None
+    connect_timeout: str | None = None
+    seed: int | None = None
+    # calibration for rate = "N%"
+    calibration: str = "3s"
+    # mode = "capacity"
+    start_rate: float | None = None
+    step: float = 1.5
+    max_steps: int = 10
+    step_duration: str = "5s"
+    p99_limit: str = "10ms"
+    # after the first step that fails, bisect (geometrically) between it and the last that
+    # held this many times: coarse steps find the range quickly, refinement narrows it
+    refine: int = 0
+    # the server's CPU count for this point: a fresh start pinned to that many CPUs ($WORKERS follows);
+    # "sweep" (kind cores) = one point per count 1, 2, 4 … up to the server machine's CPUs (cores.py)
+    server_cores: int | Literal["sweep"] | None = None
+
+    @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
+                     "calibration", "step_duration", "p99_limit")
+    @classmethod
+    def _check_duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_duration(v)
+        return v
+
+    @field_validator("rate")
+    @classmethod
+    def _check_rate(cls, v: float | str | None) -> float | str | None:
+        if isinstance(v, str):
+            m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", v)
+            if not m or not 0 < float(m.group(1)) <= 100:
+                raise ValueError(f"rate {v!r} must be a number or a percentage like '50%'")
+        elif v is not None and v <= 0:
+            raise ValueError("rate must be > 0")
+        return v
+
+    @field_validator("server_cores")
+    @classmethod
+    def _check_server_cores(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and v < 1:
+            raise ValueError('server_cores must be >= 1 (or "sweep")')
+        return v
+
+    @field_validator("stages")
+    @classmethod
+    def _check_stages(cls, v: str | None) -> str | None:
+        if v is not None:
+            for part in v.split(","):
+                d, sep, val = part.partition(":")
+                if not sep:
+                    raise ValueError(f"stage {part!r} must be 'DURATION:VALUE'")
+                parse_duration(d)
+                float(val)
+        return v
+
+    @model_validator(mode="after")
+    def _check_mode(self) -> "Point":
+        if self.duration is not None and self.requests is not None:
+            raise ValueError("give either duration or requests, not both")
+        if self.mode == "closed":
+            if self.duration is None and self.requests is None:
+                raise ValueError("closed point needs duration or requests")
+        elif self.mode == "open":
+            if self.rate is None:
+                raise ValueError("open point needs rate (number or '50%')")
+            if self.duration is None and self.stages is None:
+                raise ValueError("open point needs duration or stages")
+        elif self.mode == "sessions":
+            if self.users is None:
+                raise ValueError("sessions point needs users")
+            if self.duration is None and self.stages is None:
+                raise ValueError("sessions point needs duration or stages")
+        elif self.mode == "capacity":
+            if self.start_rate is None or self.start_rate <= 0:
+                raise ValueError("capacity point needs start_rate > 0")
+            if self.step <= 1.0:
+                raise ValueError("capacity step is a growth factor and must be > 1")
+            if self.max_steps < 1:
+                raise ValueError("capacity max_steps must be >= 1")
+            if self.refine < 0:
+                raise ValueError("capacity refine must be >= 0")
+        return self
+
+    @property
+    def rate_fraction(self) -> float | None:
+        """0.5 for rate = "50%", else None."""
+        if isinstance(self.rate, str):
+            return float(self.rate.strip().rstrip("%")) / 100.0
+        return None
+
+    def planned_seconds(self) -> float:
+        """Planned load time (for ETA): duration, stages, time limit, or all capacity steps."""
+        warm = parse_duration(OPEN_LOOP_WARMUP)
+        if self.mode == "capacity":
+            return (self.max_steps + self.refine) * (parse_duration(self.step_duration) + warm)
+        extra = parse_duration(self.calibration) if self.rate_fraction is not None else 0.0
+        extra += warm if self.mode == "open" else 0.0
+        if self.duration is not None:
+            return parse_duration(self.duration) + extra
+        if self.stages is not None:
+            return sum(parse_duration(p.split(":")[0]) for p in self.stages.split(",")) + extra
+        return parse_duration(self.time_limit or DEFAULT_TIME_LIMIT) + extra
+
+    def loadgen_args(self, base_url: str, default_path: str, *, rate: float | None = None) -> list[str]:
+        """The loadgen command line (without program, --json, --quiet) for this point.
+
+        `rate` overrides the point's rate (needed for "N%" rates once calibrated)."""
+        if self.mode == "capacity":
+            raise ValueError(f"point {self.label!r}: capacity points are stepped by the runner")
+        path = self.path or default_path
+        if not path.startswith("/"):
+            path = "/" + path
+        args = [base_url.rstrip("/") + path]
+        if self.method:
+            args += ["--method", self.method]
+        for h in self.headers:
+            args += ["--header", h]
+        if self.body is not None:
+            args += ["--body", self.body]
+        if self.connections is not None:
+            args += ["--connections", str(self.connections)]
+        if self.threads is not None:
+            args += ["--threads", str(self.threads)]
+        if self.requests is not None:
+            args += ["--requests", str(self.requests)]
+            if self.time_limit is not None:  # loadgen stops at whichever comes first
+                args += ["--duration", self.time_limit]
+        elif self.duration is not None:
+            args += ["--duration", self.duration]
+        if self.mode == "open":
+            r = rate if rate is not None else self.rate
+            if r is None or isinstance(r, str):
+                raise ValueError(f"point {self.label!r}: rate {self.rate!r} needs a calibrated rate")
+            args += ["--rate", _fmt_num(float(r))]
+            if self.poisson:
+                args.append("--poisson")
+            # Open load on a cold client opens a connection per early request and stalls
+            # for tens of ms (measured); warm the pool up at the target rate, unrecorded.
+            args += ["--warmup", OPEN_LOOP_WARMUP]
+        if self.max_connections is not None:
+            args += ["--max-connections", str(self.max_connections)]
+        if self.mode == "sessions":
+            args += ["--users", str(self.users)]
+            if self.ramp is not None:
+                args += ["--ramp", self.ramp]
+            if self.spawn_rate is not None:
+                args += ["--spawn-rate", _fmt_num(self.spawn_rate)]
+            if self.session_requests is not None:
+                args += ["--session-requests", str(self.session_requests)]
+            if self.loop_sessions:
+                args.append("--loop-sessions")
+        if self.think is not None:
+            args += ["--think", self.think]
+        if self.think_jitter is not None:
+            args += ["--think-jitter", _fmt_num(self.think_jitter)]
+        if self.stages is not None:
+            args += ["--stages", self.stages]
+        if not self.keepalive:
+            args.append("--no-keepalive")
+        if self.pipeline is not None:
+            args += ["--pipeline", str(self.pipeline)]
+        if self.timeout is not None:
+            args += ["--timeout", self.timeout]
+        if self.connect_timeout is not None:
+            args += ["--connect-timeout", self.connect_timeout]
+        if self.seed is not None:
+            args += ["--seed", str(self.seed)]
+        return args
+
+
+OPEN_LOOP_WARMUP = "500ms"
+
+
+class Size(BaseModel):
+    """One size of a workload: an optional warm-up before each point, and the points."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    warmup: str | None = None
+    # the longest warm-up to steady state before a start's first point (warmup.py); the brief
+    # `warmup` above comes before each later point. Default: DEFAULT_STEADY_MAX by size.
+    steady_max: str | None = None
+    points: list[Point]
+
+    @field_validator("warmup", "steady_max")
+    @classmethod
+    def _check_warmup(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_duration(v)
+        return v
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> "Size":
+        if not self.points:
+            raise ValueError("needs at least one [[points]] entry")
+        labels = [p.label for p in self.points]
+        dup = {x for x in labels if labels.count(x) > 1}
+        if dup:
+            raise ValueError(f"duplicate point labels {sorted(dup)}")
+        return self
+
+    def warmup_seconds(self) -> float:
+        return parse_duration(self.warmup) if self.warmup else 0.0
+
+    def steady_max_seconds(self) -> float:
+        return parse_duration(self.steady_max) if self.steady_max else 0.0
+
+    def planned_seconds(self) -> float:
+        """Warm-up before each point plus each point's planned load time."""
+        return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
+
+
+# Overload and soak workloads keep their own shape (a ramp, a long steady load): no steady warm-up.
+NO_STEADY_KINDS = ("overload", "soak")
+DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
+
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores"]
+# What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
+# protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
+Feature = Literal["pipelining", "new-connection-per-request"]
+
+
+def point_features(p: Point) -> set[str]:
+    """The features a point's options imply (declared features must be exactly these)."""
+    out: set[str] = set()
+    if p.pipeline is not None and p.pipeline > 1:
+        out.add("pipelining")
+    if not p.keepalive:
+        out.add("new-connection-per-request")
+    return out
+
+# What each kind ranks by, and why that metric fits it (shown with every ranking).
+RANKED_BY: dict[str, tuple[str, str]] = {
+    "throughput": ("successful requests/s",
+                   "the load is closed (each connection waits for its answer), so a faster server answers "
+                   "more; cells with more than 1 % errors rank after the clean ones"),
+    "fixed-load": ("p99 over every due request, then timeouts, then server CPU per request",
+                   "demand is fixed, so every server that keeps up answers the same requests/s; what differs "
+                   "is how long requests wait (timed-out and unanswered ones count at their age) and what "
+                   "the answers cost"),
+    "capacity": ("the highest offered rate held with p99 under the limit",
+                 "open load stepped up until latency breaks: the rate a server sustains, not a race"),
+    "sweep": ("successful requests/s at each concurrency level",
+              "closed load at rising connection counts shows where each model stops scaling"),
+    "overload": ("peak successful responses/s, with the overload verdict beside it",
+                 "demand ramps past every row's capacity, as in Stressgrid: the peak says how far a row got, "
+                 "the verdict (holds, sheds, slows, degrades, crashes) what it did beyond it — neither alone "
+                 "describes a row"),
+    "soak": ("the worst one-second p99, then the spread of the per-second p99s",
+             "a fixed rate every row can hold, for minutes: rows answer the same requests/s, so what tells "
+             "them apart is the pauses (garbage collection, compaction) that show as single bad seconds"),
+    "cores": ("successful requests/s at the most server cores measured on CPUs of its own, the speedup over "
+              "1 core beside it",
+              "the same closed load at 1, 2, 4 … server CPUs, each a fresh start: the highest count at which the "
+              "server did not share a CPU with the load generator is the most of the machine a row could use "
+              "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
+              "table ranks by requests/s at that count"),
+}
+
+
+class Workload(BaseModel):
+    """A load profile from `workloads/<name>.toml`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    origin: str
+    kind: Kind | None = None  # required unless the workload only includes others
+    path: str = "/"
+    quick: Size | None = None
+    full: Size | None = None
+    includes: list[str] = []
+    features: list[Feature] = []
+    file: Path | None = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "Workload":
+        if self.includes:
+            if self.quick or self.full:
+                raise ValueError("a workload with includes has no [quick]/[full] of its own")
+            if self.features:
+                raise ValueError("a workload with includes has no features of its own (its workloads declare theirs)")
+        elif self.quick is None or self.full is None:
+            raise ValueError("needs both [quick] and [full] sizes (or an includes list)")
+        elif self.kind is None:
+            raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
+        elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
+            raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
+        if not self.includes:
+            self._check_features()
+        return self
+
+    def _check_features(self) -> None:
+        assert self.quick is not None and self.full is not None
+        used = set().union(*(point_features(p) for p in self.quick.points + self.full.points))
+        declared = set(self.features)
+        if used - declared:
+            raise ValueError(f"its points use {', '.join(sorted(used - declared))} but features does not "
+                             f"say so; set features = {sorted(used | declared)}")
+        if declared - used:
+            raise ValueError(f"features lists {', '.join(sorted(declared - used))}, which no point uses; "
+                             f"set features = {sorted(used)}")
+
+    def size(self, full: bool) -> Size:
+        """The size to run: `full` when asked, else `quick`."""
+        s = self.full if full else self.quick
+        if s is None:
+            raise WorkloadError(f"workload {self.name!r} only includes others; expand it first")
+        if s.steady_max is None and self.kind not in NO_STEADY_KINDS:
+            s = s.model_copy(update={"steady_max": DEFAULT_STEADY_MAX["full" if full else "quick"]})
+        return s
+
+
+def _one_line(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    msg = err["msg"].removeprefix("Value error, ")
+    more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"field {loc}: {msg}{more}"
+
+
+def load_workload(path: Path) -> Workload:
+    """Parse and validate one workload file; WorkloadError names file, field and fix."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise WorkloadError(f"{path}: invalid TOML ({e}); fix the syntax") from None
+    try:
+        w = Workload.model_validate({**data, "file": path})
+    except ValidationError as e:
+        raise WorkloadError(f"{path}: {_one_line(e)}; fix the field") from None
+    if w.name != path.stem:
+        raise WorkloadError(f"{path}: name {w.name!r} must equal the file name {path.stem!r}; rename one")
+    return w
+
+
+def load_workloads(root: Path | None = None, errors: list[str] | None = None) -> dict[str, Workload]:
+    """All workloads under `root` (default: paths.WORKLOADS), by name.
+
+    Invalid files are left out; their one-line errors are appended to `errors` when given,
+    else the first one is raised as WorkloadError."""
+    if root is None:
+        from .. import paths
+        root = paths.WORKLOADS
+    found: dict[str, Workload] = {}
+    errs: list[str] = []
+    for f in sorted(Path(root).glob("*.toml")):
+        try:
+            w = load_workload(f)
+        except WorkloadError as e:
+            errs.append(str(e))
+            continue
+        found[w.name] = w
+    for w in found.values():
+        for inc in w.includes:
+            if inc not in found:
+                errs.append(f"{w.file}: includes unknown workload {inc!r}; known: {', '.join(sorted(found))}")
+            elif found[inc].includes:
+                errs.append(f"{w.file}: includes {inc!r}, which itself has includes; list plain workloads")
+    if errs:
+        if errors is None:
+            raise WorkloadError(errs[0])
+        errors.extend(errs)
+        bad = {e.split(":", 1)[0] for e in errs}
+        found = {k: v for k, v in found.items() if str(v.file) not in bad}
+    return found
+
+
+def select(workloads: dict[str, Workload], names: list[str]) -> list[Workload]:
+    """Resolve names (expanding `includes`), keep order, drop duplicates."""
+    out: list[Workload] = []
+    for n in names:
+        if n not in workloads:
+            raise WorkloadError(f"unknown workload {n!r}; known: {', '.join(sorted(workloads))}")
+        w = workloads[n]
+        for sub in ([workloads[i] for i in w.includes] if w.includes else [w]):
+            if sub.name not in {x.name for x in out}:
+                out.append(sub)
+    return out

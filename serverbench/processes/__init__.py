@@ -1,0 +1,12 @@
+"""The processes a measurement starts, watches and stops, each by PID: a server under test, the
+load generator, the sampler that reads their CPU and memory.
+
+supervisor.py  start a row's server pinned to its CPUs, wait for readiness, stop its process group
+sampler.py     psutil sampling of a process tree: totals, a per-second series, its death
+memlimit.py    a memory ceiling for a server's tree (cgroup v2, else an RSS watchdog)
+loadgen.py     run the loadgen binary pinned to the client CPUs and validate its JSON
+target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
+
+May import: paths, model, catalog. Hands out `run_server`, `Sampler`, `run_loadgen`, `SATURATION`
+(the client-bound rule) to verify, cluster, run, crosscheck and cost.
+"""

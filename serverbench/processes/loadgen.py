@@ -1,0 +1,207 @@
+"""Run the loadgen binary for one point and parse its `loadgen/1` JSON.
+
+The loadgen runs pinned to the client CPUs. Its own CPU time comes from `os.wait4` on
+its pid (exact rusage of that child, unaffected by other children of the harness).
+
+Client saturation rule: the loadgen can use at most `min(threads, client CPUs)` cores.
+It is *saturated* when its CPU time over wall time reaches 90 % of that — then the
+measured server figures may be limited by the load generator, not the server.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model import LoadgenFormatError, LoadgenReport
+from .supervisor import die_with_parent, pinned
+from ..catalog.workloads import Point, parse_duration
+
+SATURATION = 0.90
+
+
+class LoadgenError(Exception):
+    """The loadgen could not run or gave no valid result (one-line message)."""
+
+
+@dataclass
+class LoadgenResult:
+    report: LoadgenReport  # the validated loadgen/1 JSON
+    args: list[str]  # the loadgen arguments used (after the binary)
+    wall_s: float
+    client_cpu_s: float
+    client_cpu_percent: float  # 100 = one core
+    client_saturated: bool
+    client_cores: int  # cores the loadgen could use (the saturation denominator)
+    stderr_tail: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def measured_s(self) -> float:
+        """Seconds the loadgen measured (its own figure, else the wall time)."""
+        return float(self.report.duration_s or self.wall_s)
+
+
+def binary() -> Path:
+    from .. import paths
+    return paths.loadgen_binary()
+
+
+def _missing(path: Path) -> LoadgenError:
+    return LoadgenError(f"loadgen binary not found at {path}; build it with `make loadgen`")
+
+
+def version(path: Path | None = None) -> str | None:
+    """`loadgen --version` (first line), or None when the binary is missing or fails."""
+    path = path or binary()
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return (out.stdout.strip() or out.stderr.strip()).splitlines()[0] if (out.stdout or out.stderr) else None
+
+
+def validate(data: object, source: str) -> LoadgenReport:
+    """The loadgen/1 result in `data` as a model; LoadgenError names `source` and the bad field."""
+    try:
+        return LoadgenReport.parse(data, source)
+    except LoadgenFormatError as e:
+        raise LoadgenError(str(e)) from None
+
+
+def deadline_for(point: Point, extra_s: float = 0.0) -> float:
+    """Seconds a loadgen run of `point` may take before it counts as overrunning (without grace)."""
+    if point.duration is not None:
+        base = parse_duration(point.duration)
+    elif point.stages is not None:
+        base = sum(parse_duration(p.split(":")[0]) for p in point.stages.split(","))
+    else:
+        from ..catalog.workloads import DEFAULT_TIME_LIMIT
+        base = parse_duration(point.time_limit or DEFAULT_TIME_LIMIT)
+    return base + extra_s
+
+
+def _pin(cmd: list[str], cpus: list[int] | None) -> list[str]:
+    return pinned(cmd, cpus) if cpus else cmd
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM, then SIGKILL after 2 s; bounded. Reaps the child."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                done, _, _ = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if done:
+                return
+            time.sleep(0.02)
+
+
+def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
+                rate: float | None = None, timeout_grace: float = 15.0,
+                warmup: str | None = None, time_limit: float | None = None,
+                extra_args: list[str] | None = None) -> LoadgenResult:
+    """Run loadgen for `point` against `url` and return its parsed result and client usage.
+
+    `rate` overrides the point's rate (calibrated "N%" rates); `warmup` passes loadgen's
+    --warmup; the process is killed when it overruns its planned time + `timeout_grace`.
+    Threads default to the number of client CPUs when the point leaves them unset; `extra_args`
+    go to loadgen as they are (a shard's --shard and --start-at)."""
+    exe = binary()
+    if not exe.is_file():
+        raise _missing(exe)
+    ncpu = len(client_cpus) if client_cpus else (os.cpu_count() or 1)
+    args = point.loadgen_args(url, default_path, rate=rate)
+    if point.threads is None:
+        args += ["--threads", str(ncpu)]
+    if warmup:
+        args += ["--warmup", warmup]
+    args += extra_args or []
+    threads = point.threads or ncpu
+    cores = max(1, min(threads, ncpu))
+    extra = parse_duration(warmup) if warmup else 0.0
+    limit = (time_limit if time_limit is not None else deadline_for(point)) + extra
+    fd, name = tempfile.mkstemp(prefix="serverbench-loadgen-", suffix=".json")
+    os.close(fd)
+    out = Path(name)
+    keep = False  # an invalid result is kept on disk so the error can name it
+    try:
+        cmd = _pin([str(exe), *args, "--json", str(out), "--quiet"], client_cpus)
+        try:
+            data, wall, ru, stderr_tail = _execute(cmd, exe, out, limit, timeout_grace)
+            report = validate(data, str(out))
+        except LoadgenError as e:
+            keep = str(e).startswith(str(out))
+            raise
+    finally:
+        if not keep:
+            out.unlink(missing_ok=True)
+    cpu = ru.ru_utime + ru.ru_stime
+    pct = 100.0 * cpu / wall if wall > 0 else 0.0
+    return LoadgenResult(report=report, args=args, wall_s=wall, client_cpu_s=cpu, client_cpu_percent=pct,
+                         client_saturated=pct >= SATURATION * 100.0 * cores, client_cores=cores,
+                         stderr_tail=stderr_tail)
+
+
+def _execute(cmd: list[str], exe: Path, out: Path, limit: float, grace: float):
+    """Run the loadgen, bounded by limit + grace; return (json, wall, rusage, stderr tail)."""
+    with tempfile.TemporaryFile() as ferr:
+        t0 = time.monotonic()
+        try:
+            # PDEATHSIG: the kernel kills the loadgen if the harness dies without cleaning up
+            # (SIGKILL, a crash); taskset execs the loadgen in the same process, which keeps it.
+            parent = os.getpid()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=ferr,
+                                    preexec_fn=lambda: die_with_parent(parent, signal.SIGKILL))
+        except OSError as e:
+            raise LoadgenError(f"cannot start loadgen {exe}: {e}; build it with `make loadgen`") from None
+        reaped = False
+        try:
+            hard = t0 + limit + grace
+            while True:
+                # WNOHANG returns (0, 0, rusage) while the child runs: only a pid means it ended
+                pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    reaped = True
+                    break
+                if time.monotonic() > hard:
+                    _stop(proc.pid)
+                    reaped = True
+                    raise LoadgenError(f"loadgen overran its {limit:g}s plan by {grace:g}s and was "
+                                       "killed; the server may be stalled")
+                time.sleep(0.1)  # 10 Hz: ending a cell 0.1 s late costs nothing; polling costs CPU
+        finally:
+            if not reaped:
+                _stop(proc.pid)  # Ctrl-C / SIGTERM / any error: never leave the loadgen behind
+            proc.returncode = 0  # reaped by wait4; keep Popen from touching the pid again
+        wall = time.monotonic() - t0
+        ferr.seek(0)
+        stderr_tail = "\n".join(ferr.read().decode(errors="replace").splitlines()[-20:])
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        last = stderr_tail.splitlines()[-1] if stderr_tail else "no message"
+        raise LoadgenError(f"loadgen exited with code {code}: {last}")
+    try:
+        text = out.read_text()
+    except FileNotFoundError:
+        raise LoadgenError(f"loadgen wrote no JSON to {out}; check that it supports --json") from None
+    if not text.strip():
+        raise LoadgenError(f"{out}: loadgen wrote an empty result; rebuild loadgen (`make loadgen`)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LoadgenError(f"{out}: invalid JSON from loadgen ({e}); rebuild loadgen (`make loadgen`)") from None
+    return data, wall, ru, stderr_tail

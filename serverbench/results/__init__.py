@@ -1,0 +1,17 @@
+"""THE aggregation: a stored run's cells → groups of repetitions, their figures, warnings, order
+and verdicts. Every output (console, HTML, Markdown, CSV, JSON, compare) reads what this hands
+out and recomputes nothing.
+
+aggregate.py        `load(store, run_id) -> (RunRow, RunResults)`: groups, points, workloads
+group_figures.py    `GroupFigures`, the flat figures of one group (a CSV row, a JSON object)
+group_warnings.py   the warnings of one group ("warnings are data")
+ranking.py          the order of a point's groups and the "at a glance" verdict, by kind
+stats.py            summary figures, the median's interval, noise and outlier rules, `judge`
+outliers.py         the CPU outlier rule across a runtime family
+aggregate_tools.py  cross-check cells: each tool's rate against the server's count
+compare.py          two runs' groups as ratios judged against the noise
+model_notes.py      what each concurrency model predicts (data for the reports)
+
+May import: paths, model, store, catalog, processes, overtime, cluster (merge), verify (kinds),
+run (warm-up, cores and fingerprint figures), crosscheck (tools).
+"""

@@ -1,0 +1,438 @@
+"""One aggregation of a run's cells: (workload, point, server) → a Group of its repetitions.
+
+The rules, used by every output (console summary, HTML, Markdown, CSV, JSON, compare):
+- throughput: median of the repetitions' rps (capacity points: capacity_rps), with min/max/CV;
+- latency percentiles: from the repetitions' HdrHistograms merged exactly (fallback, flagged:
+  the median of the per-repetition figures when a cell has no histogram);
+- CPU, memory, client CPU: median across repetitions; requests, errors, error classes: summed;
+- warnings (noise, client saturation, stalls, errors) are judged here and nowhere else.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable
+
+from hdrh.histogram import HdrHistogram
+
+from ..run import warmup
+from . import ranking
+from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
+from .aggregate_tools import ToolsCompared, compare_tools
+from . import group_warnings
+from .group_figures import PCTS, GroupFigures, flat_figures
+from .group_warnings import Warning
+from ..model import CellRecord, ServerProfile
+from ..cluster.shards import merge_encoded
+from .stats import Stats, summarize
+from ..catalog.workloads import load_workloads, parse_duration
+
+RAMP_WORKLOADS = {"stressgrid", "locust-users"}
+DEFAULT_P99_LIMIT_US = 10_000.0
+DEGRADED_SHARE = 0.01  # a cell with more failed requests than this ranks after the clean ones
+HELD_SHARE = 0.95  # an open-load point held its rate when successful responses reached this share
+RSS_PER_CONNECTION_MIN = 100  # RSS per connection is only meaningful with many connections
+ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
+
+
+def point_key(label: str) -> tuple:
+    """Natural order for point labels: c=4 before c=16 before c=1024."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
+
+
+def merge_histograms(encoded: Iterable[str]) -> HdrHistogram | None:
+    """Decode base64 V2 histograms and add them exactly; None when there are none."""
+    return merge_encoded(encoded)
+
+
+def hist_percentiles(h: HdrHistogram, percentiles: list[float]) -> dict[float, float]:
+    # One pass over the counts (get_value_at_percentile would rescan per call).
+    return {p: float(v) for p, v in h.get_percentile_to_value_dict(percentiles).items()}
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+@dataclass
+class Group:
+    """All repetitions of one (workload, point, server)."""
+
+    workload: str
+    point: str
+    server: str
+    info: dict[str, Any]  # fingerprint["servers"][server]: language, model, framework, ...
+    run_id: int = 0
+    ok: list[CellRecord] = field(default_factory=list)
+    bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
+    place: int | None = None
+    kind: str = "throughput"
+    deviations: list[str] = field(default_factory=list)  # the row's verify deviations (RunResults.deviations)
+    tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
+    client_bound_group: bool = False  # set by collect(): in its point's client-bound block
+    cpu_findings: list[cpu_outliers.Finding] = field(default_factory=list)  # set by collect(): outliers.judge
+
+    # -- plain figures ----------------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self.info.get("model") or "unknown"
+
+    @property
+    def language(self) -> str:
+        return self.info.get("language") or ""
+
+    def values(self, key: str) -> list[float]:
+        """The repetitions' values of one CellMetrics field (non-numbers skipped)."""
+        return [float(v) for c in self.ok if _num(v := getattr(c.metrics, key))]
+
+    def stat(self, key: str) -> Stats | None:
+        vs = self.values(key)
+        return summarize(vs) if vs else None
+
+    def median(self, key: str) -> float | None:
+        vs = self.values(key)
+        return statistics.median(vs) if vs else None
+
+    def total(self, key: str) -> int:
+        return int(sum(self.values(key)))
+
+    @property
+    def is_capacity(self) -> bool:
+        return any(c.metrics.capacity_rps is not None for c in self.ok)
+
+    @cached_property
+    def rps(self) -> Stats | None:
+        return self.stat("rps")
+
+    @cached_property
+    def throughput(self) -> Stats | None:
+        """What the server is ranked by: capacity_rps for capacity points, peak_ok_rps for overload, else rps."""
+        if self.kind == "overload":
+            return self.stat("peak_ok_rps")
+        return self.stat("capacity_rps") if self.is_capacity else self.rps
+
+    @property
+    def not_steady(self) -> bool:
+        """Some repetition was measured before its warm-up became steady (warmup.py)."""
+        return warmup.not_steady(self.ok) > 0
+
+    @property
+    def interval(self) -> dict[str, Any]:
+        """The GroupFigures fields of the ranked figure's interval and the point's judgement."""
+        st = ranking.figure_stats(self, self.kind)
+        ci = {"ci_low": st.ci_low, "ci_high": st.ci_high, "ci_level": st.ci_level} if st and st.n > 1 else {}
+        return {**ci, "tied_with_leader": self.tied_with_leader, "client_bound_group": self.client_bound_group}
+
+    @property
+    def mostly_client_bound(self) -> bool:
+        """The load generator saturated in more than half the repetitions (ranking.client_block): one
+        saturated repetition of a noisy row does not make its median the client's limit."""
+        return sum(1 for c in self.ok if c.metrics.client_saturated) * 2 > len(self.ok) > 0
+
+    @property
+    def client_saturated(self) -> bool:
+        return any(c.metrics.client_saturated for c in self.ok)
+
+    @property
+    def connections(self) -> float | None:
+        return self.median("connections") or self.median("users")
+
+    @property
+    def bound(self) -> int | None:
+        b = self.median("bound")
+        return int(b) if b else None
+
+    @property
+    def errors(self) -> int:
+        return self.total("errors")
+
+    @property
+    def timeouts(self) -> int:
+        return self.total("timeouts")
+
+    @cached_property
+    def error_classes(self) -> dict[str, int]:
+        out = dict.fromkeys(ERROR_CLASSES, 0)
+        for c in self.ok:
+            for k, v in c.metrics.error_classes.items():
+                out[k] = out.get(k, 0) + int(v)
+        return out
+
+    @property
+    def cpu_s(self) -> float | None:
+        u, s = self.median("cpu_user_s"), self.median("cpu_sys_s")
+        return None if u is None and s is None else (u or 0) + (s or 0)
+
+    @property
+    def rss_peak_mib(self) -> float | None:
+        r = self.median("rss_peak_bytes")
+        return r / 2**20 if r is not None else None
+
+    # -- honesty: errors, held rates, cost per request ----------------------------------------
+    @property
+    def error_share(self) -> float | None:
+        """Failed share of all requests that ended, over the repetitions."""
+        req = self.total("requests")
+        return (req - self.total("ok")) / req if req else None
+
+    @property
+    def degraded(self) -> bool:
+        share = self.error_share
+        return bool(share is not None and share > DEGRADED_SHARE)
+
+    @property
+    def target_rate(self) -> float | None:
+        return self.median("target_rate")
+
+    @property
+    def held(self) -> bool | None:
+        """Open load at a set rate: did successful responses keep up? (None: not a rate point)."""
+        target = self.target_rate
+        if not target or self.is_capacity or self.rps is None:
+            return None
+        return self.rps.median >= HELD_SHARE * target
+
+    def _per_request(self, *keys: str, scale: float = 1.0) -> float | None:
+        """Median over repetitions of sum(keys) / successful responses."""
+        vals = []
+        for c in self.ok:
+            parts = [getattr(c.metrics, k) for k in keys]
+            if c.metrics.ok and all(_num(p) for p in parts):
+                vals.append(scale * sum(parts) / c.metrics.ok)
+        return statistics.median(vals) if vals else None
+
+    @property
+    def cpu_us_per_request(self) -> float | None:
+        return self._per_request("cpu_user_s", "cpu_sys_s", scale=1e6)
+
+    @property
+    def rss_per_connection_bytes(self) -> float | None:
+        conns = self.connections or self.median("max_connections")
+        rss = self.median("rss_peak_bytes")
+        return rss / conns if conns and conns > RSS_PER_CONNECTION_MIN and rss else None
+
+    @cached_property
+    def answered_p99_us(self) -> float | None:
+        encoded = [c.loadgen.histograms.answered if c.loadgen else None for c in self.ok]
+        if encoded and all(encoded):
+            h = merge_histograms(e for e in encoded if e)
+            if h is not None and h.get_total_count():
+                return float(h.get_value_at_percentile(99))
+        return self.median("answered_p99_us")
+
+    # -- latency ----------------------------------------------------------------------------
+    @cached_property
+    def histogram(self) -> HdrHistogram | None:
+        encoded = [c.loadgen.histograms.latency if c.loadgen else None for c in self.ok]
+        if not encoded or not all(encoded):
+            return None  # mixing histogram and no-histogram reps would not be exact
+        try:
+            return merge_histograms(e for e in encoded if e)
+        except Exception:  # corrupt payload: fall back to the per-repetition figures (flagged)
+            return None
+
+    @cached_property
+    def latency(self) -> dict[str, float | None]:
+        """p50…p99.99 and max in µs: exact from the merged histogram when available."""
+        h = self.histogram
+        if h is not None and h.get_total_count() > 0:
+            at = hist_percentiles(h, list(PCTS.values()))
+            out: dict[str, float | None] = {k: at[p] for k, p in PCTS.items()}
+            out["max"] = float(h.get_max_value())
+            return out
+        out = {k: self.median(f"{k}_us") for k in PCTS}
+        out["max"] = max(self.values("max_us"), default=None)
+        return out
+
+    def curve(self, points: int = 64) -> tuple[list[float], list[float]]:
+        """Percentile curve: x = 1/(1-p) from 2 (p50) to 10^4 (p99.99), y = latency µs.
+
+        Stops where the sample count no longer resolves the percentile (x > count)."""
+        h = self.histogram
+        if h is None or h.get_total_count() == 0:
+            pairs = [(1 / (1 - p / 100), self.latency[k]) for k, p in PCTS.items()]
+            pairs = [(x, y) for x, y in pairs if y is not None]
+            return [x for x, _ in pairs], [y for _, y in pairs]
+        top = min(10_000.0, float(h.get_total_count()))
+        xs = sorted({2 * (top / 2) ** (i / (points - 1)) for i in range(points)} | {2.0, 10.0, 100.0, 1000.0, 10000.0})
+        xs = [x for x in xs if x <= top]
+        pcts = [100 * (1 - 1 / x) for x in xs]
+        at = hist_percentiles(h, pcts)
+        return xs, [at[p] for p in pcts]
+
+    def representative(self) -> CellRecord | None:
+        """The repetition whose throughput is closest to the median (timelines, capacity steps)."""
+        if not self.ok:
+            return None
+        key = "capacity_rps" if self.is_capacity else "rps"
+        med = self.median(key) or 0.0
+        return min(self.ok, key=lambda c: abs(float(getattr(c.metrics, key) or 0) - med))
+
+    # -- what a reader must see, and the flat figures (their own modules, for size) ----------
+    @cached_property
+    def warnings(self) -> list[Warning]:
+        return group_warnings.judge(self)
+
+    @cached_property
+    def figures(self) -> GroupFigures:
+        return flat_figures(self)
+
+
+@dataclass
+class PointData:
+    label: str
+    groups: list[Group]  # ranked (ranking.rank_key): best first, servers without results last
+    kind: str = "throughput"
+
+    @property
+    def measured(self) -> list[Group]:
+        return [g for g in self.groups if g.throughput is not None]
+
+    @property
+    def glance(self) -> ranking.Glance:
+        return ranking.glance(self.groups, self.kind)
+
+
+@dataclass
+class WorkloadData:
+    name: str
+    description: str
+    points: list[PointData]
+    p99_limit_us: float = DEFAULT_P99_LIMIT_US
+    kind: str = "throughput"
+
+    @property
+    def groups(self) -> list[Group]:
+        return [g for p in self.points for g in p.groups]
+
+    @property
+    def is_capacity(self) -> bool:
+        return any(g.is_capacity for g in self.groups)
+
+    @property
+    def is_ramp(self) -> bool:
+        if self.name in RAMP_WORKLOADS:
+            return True
+        for g in self.groups:
+            for c in g.ok:
+                if c.loadgen is None:
+                    continue
+                cfg = c.loadgen.config
+                if (cfg.get("mode") == "sessions" or cfg.get("stages")) and len(c.loadgen.timeline) > 2:
+                    return True
+        return False
+
+    @property
+    def is_sweep(self) -> bool:
+        return len(self.points) > 1
+
+    @property
+    def warnings(self) -> list[Warning]:
+        return [w for g in self.groups for w in g.warnings]
+
+
+@dataclass
+class RunResults:
+    """A run's groups, workload by workload, in the order the run measured them."""
+
+    run_id: int
+    workloads: list[WorkloadData]
+    tools: list[ToolsCompared] = field(default_factory=list)  # cross-check cells (aggregate_tools)
+    # the latest `serverbench profile` of each server in the run (cost of ownership; cost.py)
+    profiles: dict[str, ServerProfile] = field(default_factory=dict)
+    # each row's verify deviations (robustness/security failures; verify/kinds.py), one line each
+    deviations: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> list[Group]:
+        return [g for wl in self.workloads for g in wl.groups]
+
+    def group(self, workload: str, point: str, server: str) -> Group | None:
+        return next((g for g in self.groups if (g.workload, g.point, g.server) == (workload, point, server)), None)
+
+
+def _p99_limit_us(name: str, groups: list[Group], catalog: dict[str, Any]) -> float:
+    for g in groups:
+        for c in g.ok:
+            if c.metrics.p99_limit_us:
+                return float(c.metrics.p99_limit_us)
+    wl = catalog.get(name)
+    if wl is not None:
+        for size in (wl.quick, wl.full):
+            for p in (size.points if size else []):
+                if p.mode == "capacity" and p.p99_limit:
+                    return parse_duration(p.p99_limit) * 1e6
+    return DEFAULT_P99_LIMIT_US
+
+
+def _kind(name: str, groups: list[Group], catalog: dict[str, Any]) -> str:
+    """The kind stored with the cells, else the workload file's, else throughput."""
+    for g in groups:
+        for c in g.ok + g.bad:
+            if c.metrics.kind:
+                return c.metrics.kind
+    wl = catalog.get(name)
+    return getattr(wl, "kind", None) or "throughput"
+
+
+def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
+            catalog: dict[str, Any] | None = None) -> RunResults:
+    """Group cells into workloads → points → servers and rank each point; cross-check cells
+    (those with `metrics.tool`) go to `RunResults.tools` instead (aggregate_tools)."""
+    tools = compare_tools([c for c in cells if c.metrics.tool is not None])
+    cells = [c for c in cells if c.metrics.tool is None]
+    servers_info = (fingerprint or {}).get("servers") or {}
+    if catalog is None:
+        catalog = load_workloads(errors=[])
+    by_key: dict[tuple[str, str, str], Group] = {}
+    order: list[str] = []
+    for c in cells:
+        if c.workload not in order:
+            order.append(c.workload)
+        key = (c.workload, c.point, c.server)
+        g = by_key.get(key)
+        if g is None:
+            g = by_key[key] = Group(c.workload, c.point, c.server, servers_info.get(c.server) or {}, run_id)
+        (g.ok if c.status == "ok" else g.bad).append(c)
+    out: list[WorkloadData] = []
+    for name in order:
+        groups = [g for (w, _, _), g in by_key.items() if w == name]
+        kind = _kind(name, groups, catalog)
+        for g in groups:
+            g.kind = kind
+        labels = sorted({g.point for g in groups}, key=point_key)
+        points = []
+        for lbl in labels:
+            at_point = [g for g in groups if g.point == lbl]
+            for f in cpu_outliers.judge(at_point):
+                by_key[(name, lbl, f.server)].cpu_findings.append(f)
+            ranked, places = ranking.order(at_point, kind)
+            block = ranking.client_block(ranked, kind)
+            for g, place in zip(ranked, places):
+                g.place = place
+                g.client_bound_group = g in block
+                g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
+            points.append(PointData(lbl, ranked, kind))
+        wl = catalog.get(name)
+        out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
+                                _p99_limit_us(name, groups, catalog), kind))
+    return RunResults(run_id, out, tools=tools)
+
+
+def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
+    """(run row, its aggregated results) from the store."""
+    from ..run.fingerprint import normalize
+    run = store.run(run_id)
+    results = collect(run_id, store.cells(run_id), normalize(run.fingerprint))
+    results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))
+    from ..verify.kinds import run_deviations
+    results.deviations = run_deviations(store, sorted({g.server for g in results.groups}), run.finished_at)
+    for g in results.groups:
+        g.deviations = results.deviations.get(g.server, [])
+    return run, results
+
+
+__all__ = ["Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
+           "merge_histograms", "hist_percentiles", "point_key", "PCTS"]

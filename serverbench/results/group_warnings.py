@@ -1,0 +1,97 @@
+"""The warnings of one aggregated group (part of the one aggregation): what a reader must see beside
+its figures: noise, outliers, a saturated client, stalls, errors, unanswered requests, failed
+repetitions, and the cores, over-time, warm-up and CPU-outlier findings. aggregate.Group.warnings
+calls `judge`; every output reads the list and none judges again."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..cluster.shards import SKEW_WARN_MS
+from ..overtime import figures as overtime
+from ..run import cores, warmup
+from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
+
+
+@dataclass(frozen=True)
+class Warning:
+    """A finding a reader must see beside the figures ("warnings are data")."""
+
+    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
+    severity: Literal["info", "warning", "error"]
+    server: str
+    text: str
+
+
+def judge(g: Any) -> list[Warning]:
+    """The warnings of `g`, an aggregate.Group (typed loosely: aggregate imports this module)."""
+    w: list[Warning] = []
+    s = g.server
+
+    def add(kind: str, severity: Literal["info", "warning", "error"], text: str) -> None:
+        w.append(Warning(kind, severity, s, f"{s}: {text}"))
+
+    t = g.throughput
+    if t is not None and noisy(t):
+        add("noisy", "warning", f"noisy — requests/s varies by CV {t.cv:.1%} across {t.n} repetitions "
+                                f"(> {NOISE_CV:.0%}); treat its place as uncertain")
+    key = "capacity_rps" if g.is_capacity else "rps"
+    vals = g.values(key)
+    med = statistics.median(vals) if vals else 0.0
+    # a modified z-score flags 765 among 774, 775 when the others agree exactly: only report
+    # outliers that also differ by more than the 5 % a reader would notice
+    idx = [i for i in outliers(vals) if med and abs(vals[i] - med) / med > MIN_EFFECT]
+    if idx:
+        shown = ", ".join(f"repetition {i + 1} = {g.values(key)[i]:,.0f}" for i in idx)
+        add("outlier", "warning", f"statistical outlier among the repetitions ({shown} req/s); another "
+                                  "process may have interfered, consider re-running")
+    if g.client_saturated:
+        cpu = g.median("client_cpu_percent")
+        add("client-bound", "warning", "client-bound — the load generator was saturated"
+            + (f" ({cpu:.0f} % CPU)" if cpu is not None else "") + "; the server may be faster than shown")
+    skews = [c.metrics.shard_start_skew_ms for c in g.ok if c.metrics.shard_start_skew_ms is not None]
+    if skews and max(skews) > SKEW_WARN_MS:
+        add("shard-skew", "warning", f"load shards started up to {max(skews):.1f} ms apart (> {SKEW_WARN_MS:g} ms): "
+                                     "their windows did not line up, so the merged seconds blur at the edges")
+    if g.is_capacity and any(c.metrics.capacity_ceiling for c in g.ok):
+        add("lower-bound", "info", "capacity is a lower bound — every step of the schedule held; "
+                                   "raise the workload's max_steps to find the limit")
+    elif (g.is_capacity and not g.client_saturated
+          and any(c.metrics.capacity_client_bound for c in g.ok)):
+        add("client-bound", "warning", "capacity is a lower bound — the load generator was "
+                                       "saturated at the step that failed")
+    bound, conns = g.bound, g.connections
+    if bound and conns and bound < conns:
+        add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")
+    if g.errors or g.timeouts:
+        req = g.total("requests")
+        share = f" in {req:,} requests ({g.errors / req:.2%})" if req else ""
+        add("errors", "error", f"{g.errors:,} errors ({g.timeouts:,} timeouts){share}"
+            + ("; degraded: ranked after the clean rows" if g.degraded and g.kind != "overload" else ""))
+    if g.held is False:
+        add("did-not-hold", "error", f"did not hold {g.target_rate:,.0f} req/s (achieved "
+                                     f"{g.rps.median if g.rps else 0:,.0f} successful)")
+    unanswered = g.total("unanswered")
+    if unanswered:
+        oldest = max(c.metrics.unanswered_oldest_us for c in g.ok) / 1e6
+        add("unanswered", "error", f"{unanswered:,} request{'s' if unanswered != 1 else ''} still unanswered "
+                                   "when the run ended, "
+                                   f"the oldest after {oldest:.1f} s (stalled connections)")
+    missed = g.total("missed_sends")
+    if missed:
+        add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
+                                       "(connection pool exhausted)")
+    for kind, severity, text in [*cores.warnings(g.ok, overtime.warnings(g.ok)), *warmup.warnings(g.ok)]:
+        add(kind, severity, text)  # type: ignore[arg-type]
+    for f in g.cpu_findings:  # far above its runtime family's CPU per request (outliers.py)
+        add(f.kind, f.severity, f.text())
+    if g.bad and (g.ok or any(c.status != "skipped" for c in g.bad)):
+        # (a row with every repetition skipped is named with the reason under its point instead)
+        first = g.bad[0]
+        add("failed", "error", f"{len(g.bad)} of {len(g.ok) + len(g.bad)} repetitions "
+                               f"{first.status} — {first.error or 'no error message'}")
+    if g.ok and g.histogram is None and any(c.loadgen and c.loadgen.histograms.latency for c in g.ok):
+        add("histogram", "warning", "latency histograms missing or unreadable; "
+                                    "percentiles are medians of the repetitions")
+    return w

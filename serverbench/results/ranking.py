@@ -1,0 +1,185 @@
+"""How a point's groups are ordered, and the one-line verdict "at a glance" gives, by workload kind.
+
+- throughput / sweep: successful requests/s, clean cells before degraded ones (> 1 % errors);
+- fixed-load: rates held before rates not held, clean before degraded, then p99 over every due
+  request, then timeouts, then server CPU per successful request — never requests/s;
+- capacity: the highest rate that held the p99 limit;
+- overload: peak successful responses/s (the verdict is shown beside it, not ranked: Stressgrid
+  ranked by peak, and a row that crashed past its peak still reached it);
+- soak: rates held before rates not held, clean before degraded, then the worst one-second p99,
+  then the spread of the per-second p99s.
+Rows measured before their rate was steady (warmup.py, `not steady`) rank after the steady ones.
+A leader is named only when no other row is within the repetitions' noise of it (stats.judge: the
+medians' intervals overlap, or the difference is under max(2 × CV, 5 %)); otherwise the verdict
+names the rows tied with it, or says that one repetition cannot be judged. Where two or more rows
+of a throughput table saturated the load generator in most repetitions, they are one block "at least
+X req/s" (X: the
+lowest of their medians), listed by name, sharing one place: the client's noise does not order them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .stats import IMPROVEMENT, REGRESSION, Stats, judge
+from ..catalog.workloads import RANKED_BY
+
+
+class Group(Protocol):
+    """What ranking reads of an aggregate.Group (which imports this module, not the reverse)."""
+
+    server: str
+    throughput: Stats | None
+    latency: dict[str, float | None]
+    held: bool | None
+    degraded: bool
+    timeouts: int
+    cpu_us_per_request: float | None
+    client_saturated: bool
+    mostly_client_bound: bool
+    not_steady: bool
+
+    def stat(self, key: str) -> Stats | None: ...
+
+INF = float("inf")
+
+
+def rank_key(g: Group, kind: str) -> tuple:
+    """Sort key: smaller is better; groups without a result last."""
+    t = g.throughput
+    if t is None:
+        return (1, 0, 0, 0.0, 0.0, 0.0, g.server)
+    return (0, g.not_steady, *_measured_key(g, t, kind))
+
+
+def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
+    if kind == "fixed-load":
+        cpu = g.cpu_us_per_request
+        return (g.held is False, g.degraded, g.latency["p99"] if g.latency["p99"] is not None else INF,
+                g.timeouts, cpu if cpu is not None else INF, g.server)
+    if kind == "capacity" or kind == "overload":
+        return (0, 0, -t.median, 0.0, 0.0, g.server)
+    if kind == "soak":
+        worst, spread = g.stat("worst_second_p99_us"), g.stat("second_p99_spread_us")
+        return (g.held is False, g.degraded, worst.median if worst else INF, spread.median if spread else INF,
+                0.0, g.server)
+    return (0, g.degraded, -t.median, 0.0, 0.0, g.server)
+
+
+CLIENT_BOUND_KINDS = ("throughput", "sweep", "cores")
+
+
+def client_block(groups: list[Group], kind: str) -> list[Group]:
+    """The rows shown together as "limited by the load generator": ≥ 2 clean, steady rows whose
+    load generator saturated in most repetitions, in a throughput table (empty otherwise)."""
+    if kind not in CLIENT_BOUND_KINDS:
+        return []
+    block = [g for g in groups if g.throughput is not None and g.mostly_client_bound and not g.degraded
+             and not g.not_steady]
+    return block if len(block) >= 2 else []
+
+
+def order(groups: list[Group], kind: str) -> tuple[list[Group], list[int | None]]:
+    """(groups best first, their places): rank_key's order, except that a client-bound block
+    (client_block) sits where its best row would, listed by name, all at one place."""
+    ranked = sorted(groups, key=lambda g: rank_key(g, kind))
+    block = client_block(ranked, kind)
+    if block:
+        at = ranked.index(block[0])
+        rest = [g for g in ranked if g not in block]
+        ranked = rest[:at] + sorted(block, key=lambda g: g.server) + rest[at:]
+    places: list[int | None] = []
+    n = 0
+    for i, g in enumerate(ranked):
+        if g.throughput is None:
+            places.append(None)
+            continue
+        n += 1
+        shared = g in block and i > 0 and ranked[i - 1] in block
+        places.append(places[-1] if shared else n)
+    return ranked, places
+
+
+def figure_stats(g: Group, kind: str) -> Stats | None:
+    """The figure a point's rows are told apart by: p99 for fixed-load and soak, else throughput."""
+    return _p99_stats(g, kind) if kind in ("fixed-load", "soak") else g.throughput
+
+
+def tied(first: Group, other: Group, kind: str) -> bool:
+    """Whether `other` is within the repetitions' noise of `first` (same held/degraded/steady class)."""
+    if (first.held, first.degraded, first.not_steady) != (other.held, other.degraded, other.not_steady) \
+            and kind != "overload":
+        return False
+    a, b = figure_stats(other, kind), figure_stats(first, kind)
+    if a is None or b is None or min(a.n, b.n) < 2:
+        return False
+    return judge(a, b, higher_is_better=kind not in ("fixed-load", "soak"))[2] not in (IMPROVEMENT, REGRESSION)
+
+
+def rank_metric(kind: str) -> tuple[str, str]:
+    """(what a point of this kind is ranked by, why that fits)."""
+    return RANKED_BY.get(kind, RANKED_BY["throughput"])
+
+
+def _p99_stats(g: Group, kind: str = "fixed-load") -> Stats | None:
+    return g.stat("worst_second_p99_us" if kind == "soak" else "p99_us")
+
+
+@dataclass(frozen=True)
+class Glance:
+    metric: str  # what the point is ranked by
+    why: str
+    leader: Any | None  # the first group, when a result exists
+    verdict: str  # one sentence: a named leader, "within noise", or "not judged"
+    decided: bool  # True when the leader is ahead beyond noise
+
+
+def glance(groups: list[Group], kind: str) -> Glance:
+    """The verdict for one point's ranked groups: a leader beyond noise, the rows tied with the
+    first, a client-bound block, or why nothing can be judged."""
+    metric, why = rank_metric(kind)
+    measured = [g for g in groups if g.throughput is not None]
+    if not measured:
+        return Glance(metric, why, None, "no server produced a result", False)
+    first = measured[0]
+    if len(measured) == 1:
+        return Glance(metric, why, first, f"{first.server} is the only row measured", False)
+    block = client_block(measured, kind)
+    if block and first in block:
+        floor = min(g.throughput.median for g in block if g.throughput is not None)
+        return Glance(metric, why, first, f"no order at the top: {_names([g.server for g in block])} each served at "
+                                          f"least {floor:,.0f} req/s, limited by the load generator on this machine",
+                      False)
+    second = measured[1]
+    if kind in ("fixed-load", "soak"):
+        if (first.held, first.degraded) != (second.held, second.degraded):
+            reason = "held the rate" if first.held and not second.held else "answered without errors"
+            return Glance(metric, why, first, f"{first.server} first: it {reason} and {second.server} did not", True)
+        a, b = _p99_stats(second, kind), _p99_stats(first, kind)
+        if a is None or b is None:
+            return Glance(metric, why, first, "no latency figures to judge by", False)
+        lead = (f"worst 1-s p99 {b.median:,.0f} µs vs {a.median:,.0f} µs" if kind == "soak" else
+                f"p99 {first.latency['p99'] or 0:,.0f} µs vs {second.latency['p99'] or 0:,.0f} µs")
+    else:
+        if kind not in ("capacity", "overload") and (first.degraded, first.not_steady) != \
+                (second.degraded, second.not_steady):
+            why_not = "had more than 1 % errors" if second.degraded else "was not steady"
+            return Glance(metric, why, first, f"{first.server} first: {second.server} {why_not}", True)
+        a, b = second.throughput, first.throughput
+        assert a is not None and b is not None
+        lead = f"{b.median / a.median:.2f}× {second.server}" if a.median else "ahead"
+    if min(a.n, b.n) < 2:
+        return Glance(metric, why, first, f"{first.server} first ({lead}); 1 repetition: not judged against "
+                                          "noise — run with --repeat 3", False)
+    ties = [g.server for g in measured[1:] if tied(first, g, kind)]
+    if not ties:
+        return Glance(metric, why, first, f"{first.server} leads beyond noise ({lead})", True)
+    return Glance(metric, why, first, f"no single leader: {_names([first.server, *ties])} are tied "
+                                      f"(their intervals overlap; {lead})", False)
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+__all__ = ["rank_key", "rank_metric", "glance", "Glance", "order", "client_block", "tied", "figure_stats"]

@@ -1,0 +1,108 @@
+"""The environment a run was measured in, stored with the run so results stay interpretable.
+
+Flat keys (cores, server_cpus, client_cpus, loadgen_version, git_commit, git_dirty, ...) as
+docs/DESIGN.md lists them; runs stored before 0.1.0's layout settled used nested
+`pinning`/`loadgen`/`git` objects, which `normalize` flattens for readers."""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    """Commit and dirty flag of the project checkout (read-only git commands)."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def _server_info(m: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {"language": m.language, "runtime": m.runtime, "model": m.model,
+                            "framework": m.framework, "origin": m.origin, "description": m.description,
+                            "max_connections": m.max_connections, "workers": m.workers,
+                            "choices": m.choices.model_dump() if m.choices else None,
+                            "explanation": getattr(m, "explanation", ""),  # quoted by outliers.py
+                            "version": None}
+    try:
+        from ..catalog import doctor
+        info["version"] = doctor.check(m, "run").version
+    except Exception as e:  # a broken toolchain must not stop the fingerprint
+        info["version_error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return info
+
+
+def fingerprint(manifests: Iterable[Any], *, server_cpus: list[int] | None,
+                client_cpus: list[int] | None) -> dict[str, Any]:
+    """CPU, kernel, OS, Python, pinning, servers' toolchains, loadgen version, git, host, time."""
+    from ..processes import loadgen
+    from .. import paths
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    git = git_state(paths.REPO)
+    return {
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "affinity": affinity,
+        "kernel": platform.release(),
+        "os": os_name(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "server_cpus": server_cpus, "client_cpus": client_cpus,
+        "loadgen_path": str(paths.loadgen_binary()), "loadgen_version": loadgen.version(),
+        "git_commit": git["commit"], "git_dirty": git["dirty"],
+        "servers": {m.id: _server_info(m) for m in manifests},
+    }
+
+
+def normalize(fp: dict[str, Any] | None) -> dict[str, Any]:
+    """The flat form of a stored fingerprint, whichever layout it was stored in."""
+    fp = dict(fp or {})
+    pin = fp.pop("pinning", None) or {}
+    lg = fp.pop("loadgen", None) or {}
+    git = fp.pop("git", None) or {}
+    fp.setdefault("cores", fp.pop("cpu_count", None))
+    fp.setdefault("server_cpus", pin.get("server_cpus"))
+    fp.setdefault("client_cpus", pin.get("client_cpus"))
+    fp.setdefault("loadgen_version", lg.get("version"))
+    fp.setdefault("git_commit", git.get("commit"))
+    fp.setdefault("git_dirty", git.get("dirty"))
+    fp["servers"] = {sid: {**info, "version": info.get("version") or info.get("toolchain")}
+                     for sid, info in (fp.get("servers") or {}).items()}
+    return fp

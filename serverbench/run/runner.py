@@ -1,0 +1,590 @@
+"""The measuring matrix: servers × workloads × points × repetitions → one stored cell each.
+
+Order: repetitions outermost (rep 1 of every server/workload, then rep 2, ...), so slow drifts
+of the machine spread over all servers instead of biasing one.
+A server is started fresh for every (repetition, server, workload): repetitions are
+independent samples (no state such as the /tenth counter or heap growth carries over), and
+its points share that one start, except a cores sweep's points (`server_cores`, cores.py): each
+gets its own start pinned to that many of the server machine's CPUs. Per point: warm-up (a
+separate, unrecorded loadgen run of the size's `warmup`), for `rate = "N%"` a closed-loop
+calibration (64 connections), then the measured run with the server's process tree sampled,
+then the cell is committed on its own.
+"""
+from __future__ import annotations
+
+import re
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+from ..catalog import build, manifests as catalog, doctor
+from . import cores, split, warmup
+from ..processes import memlimit, supervisor
+from ..overtime import overload, soak, timeline
+from .. import paths
+from ..catalog import workloads as wl
+from .capacity import find_capacity
+from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
+from .lifecycle import MatrixResult, measured_run
+from .fingerprint import fingerprint as take_fingerprint
+from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
+from ..model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
+from ..processes.sampler import Sampler
+from ..store import Store, now_iso
+from ..verify import kinds
+from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
+
+# 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
+# 5.6 % of a core on java-threads' 400-thread tree (issue "honest numbers").
+SAMPLE_INTERVAL = 0.2
+LOG_TAIL_LINES = 30
+# Kinds whose result is the behaviour over time: a server that dies mid-run is a finding (the
+# verdict "crashes"), so its cell is kept as measured instead of failed.
+OVER_TIME_KINDS = ("overload", "soak")
+
+
+def _file_tail(path: Path | None, n: int = LOG_TAIL_LINES) -> str | None:
+    if path is None:
+        return None
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return None
+
+
+def _with_duration(p: Point, duration: str) -> Point:
+    """--duration override: time-bound the point instead of its own duration/request count."""
+    if p.mode == "capacity":
+        return p.model_copy(update={"step_duration": duration})
+    if p.stages is not None:
+        return p
+    return p.model_copy(update={"duration": duration, "requests": None, "time_limit": None})
+
+
+def _warmup_point(p: Point, warmup: str) -> Point:
+    """Closed points warm up as themselves; other modes with a modest closed load on their path."""
+    if p.mode == "closed":
+        return p.model_copy(update={"label": "warmup", "duration": warmup, "requests": None,
+                                    "time_limit": None})
+    return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
+                 body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
+                 keepalive=p.keepalive, duration=warmup, timeout=p.timeout)
+
+
+def _steady_point(p: Point) -> Point:
+    """One second of the load a point's steady warm-up repeats: closed points and open points at a
+    fixed rate as themselves; points whose own load is a shape or a search (sessions, capacity, a
+    calibrated "N%" rate) as the closed-loop calibration load on their path."""
+    if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
+        return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
+                                    "time_limit": None, "stages": None})
+    return _calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
+
+
+def _planned_s(size: Size, p: Point, first: bool) -> float:
+    """A cell's share of the planned time: its warm-up (a start's first point: up to steady_max) and load."""
+    steady = size.steady_max_seconds()
+    return (steady if first and steady > 0 else size.warmup_seconds()) + p.planned_seconds()
+
+
+def _calibration_point(p: Point) -> Point:
+    return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
+                 body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
+                 duration=p.calibration, threads=p.threads)
+
+
+def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
+    """The CellMetrics fields a loadgen result provides."""
+    r = lg.report
+    s = r.summary
+    lat = s.latency_us
+    answered = s.answered_latency_us
+    cfg = r.config
+    measured = float(r.duration_s or lg.wall_s)
+    return {
+        # throughput means successful responses: a server that fails fast must not rank high
+        "rps": s.ok / measured if measured > 0 else 0.0, "responses_rps": s.rps,
+        "requests": s.requests, "ok": s.ok, "errors": s.errors,
+        "due": s.due, "never_sent": s.never_sent, "dropped": s.dropped,
+        "answered_p50_us": answered.p50 if answered else None,
+        "answered_p99_us": answered.p99 if answered else None,
+        "timeouts": r.error_classes.get("timeout", 0), "error_classes": r.error_classes,
+        "p50_us": lat.p50, "p75_us": lat.p75, "p90_us": lat.p90, "p99_us": lat.p99,
+        "p999_us": lat.p99_9, "p9999_us": lat.p99_99, "max_us": lat.max, "mean_us": lat.mean,
+        "duration_s": r.duration_s, "missed_sends": s.missed_sends,
+        "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
+        "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
+        "max_connections": cfg.get("max_connections"),
+        "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
+        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
+    }
+
+
+def _sampler(srv: Any) -> Any:
+    """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it.
+    A --target server has no process here: nothing is sampled; a server on the cluster is
+    sampled on its own machine."""
+    if hasattr(srv, "sampler"):
+        return srv.sampler(SAMPLE_INTERVAL)
+    if srv.pid is None:
+        from ..processes.target import NoSampler
+        return NoSampler()
+    mem = srv.memory
+    if mem is None or mem.method != memlimit.WATCHDOG:
+        return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus)
+    return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus, rss_limit=mem.limit_bytes,
+                   on_rss_limit=lambda _rss: srv.kill())
+
+
+def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | None, srv: Any) -> dict[str, Any]:
+    """The CellMetrics fields of the cell's behaviour over time: alignment of the server's series,
+    its death, the memory limit, and the overload verdict or soak figures for those kinds."""
+    report = lg.report if lg is not None else None
+    off = timeline.offset_s(report, usage)
+    out: dict[str, Any] = {"series_offset_s": off}
+    died = timeline.on_axis((usage or {}).get("died_at_s"), off)
+    if died is not None:
+        out.update(server_died_at_s=max(0.0, died), server_exit_code=srv.returncode())
+    killed = None
+    if srv.memory is not None:
+        mem = srv.memory
+        out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
+        if mem.method == memlimit.WATCHDOG:
+            killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
+        elif srv.oom_killed():
+            killed = died
+        out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
+    rows = timeline.server_seconds(usage, off)
+    if rows:
+        out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
+        others = [r.others_percent for r in rows if r.others_percent is not None]
+        out["others_cpu_percent"] = round(sum(others) / len(others), 1) if others else None
+    seconds = timeline.load_seconds(report)
+    figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
+               if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)
+    if figures is not None:
+        out.update(figures.metrics())
+    return out
+
+
+def usage_metrics(usage: dict | None) -> dict[str, Any]:
+    """The CellMetrics fields the sampler's usage provides."""
+    if not usage:
+        return {}
+    keys = ("cpu_user_s", "cpu_sys_s", "rss_peak_bytes", "rss_mean_bytes", "threads_peak",
+            "ctx_voluntary", "ctx_involuntary", "processes_peak")
+    out = {k: usage.get(k) for k in keys}
+    out["cpu_percent"] = usage.get("cpu_percent_mean")
+    out["cpu_percent_peak"] = usage.get("cpu_percent_peak")
+    return out
+
+
+class _OwnCpu:
+    """This process's CPU (all threads, sampler included; not its children) since creation."""
+
+    def __init__(self) -> None:
+        self.t0, self.cpu0 = time.monotonic(), self._cpu()
+
+    @staticmethod
+    def _cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+
+    def percent(self) -> float:
+        wall = time.monotonic() - self.t0
+        return round(100.0 * (self._cpu() - self.cpu0) / wall, 2) if wall > 0 else 0.0
+
+
+class _Gate:
+    """Why a server cannot be measured (None = it can)."""
+
+    def __init__(self, store: Store, allow_unverified: bool) -> None:
+        self.store = store
+        self.allow_unverified = allow_unverified
+        self.cache: dict[str, str | None] = {}
+        self.external = False
+        # --server-on-cluster: (manifest -> its ServerHost actor, server CPUs); toolchain, build
+        # and verification are judged on the server's machine
+        self.remote: tuple[Any, list[int] | None] | None = None
+
+    def reason(self, m: Any, w: Workload | None = None, tool: str | None = None) -> str | None:
+        """With a workload (and a cross-check's tool): also a feature check the row failed that the
+        workload uses (verify/kinds.py), with --allow-unverified too."""
+        if self.external:  # --target: not built, verified or started here
+            return None
+        if m.id not in self.cache:
+            self.cache[m.id] = self._reason(m)
+        if self.cache[m.id] is None and w is not None:
+            return kinds.not_run(self.store.verdict(m.id), w, tool)
+        return self.cache[m.id]
+
+    def _remote_reason(self, m: Any) -> str | None:
+        assert self.remote is not None
+        host_of, cpus = self.remote
+        actor = host_of(m)
+        g = actor.gate().result()  # may build there: no time limit but the build's own
+        if g["reason"] is not None:
+            return g["reason"]
+        if self.allow_unverified:
+            return None
+        v = self.store.verdict(m.id)
+        if v is None or v.folder_hash != g["hash"]:
+            r = actor.verify(cpus).result()
+            if r.get("problem"):
+                return f"cannot be verified on the server machine: {r['problem']}"
+            self.store.record_verdict(m.id, r["passed"], r["checks"], r["hash"])
+            v = self.store.verdict(m.id)
+        failed = kinds.refused(v) if v is not None else ["no verdict stored"]
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return f"failed verification on the server machine ({', '.join(failed)})"
+        return None
+
+    def _reason(self, m: Any) -> str | None:
+        if self.remote is not None:
+            return self._remote_reason(m)
+        a = doctor.check(m, "run")
+        if not a.available:
+            hint = f"; {a.install_hint}" if a.install_hint else ""
+            return f"unavailable: {a.reason or 'missing ' + ', '.join(a.missing)}{hint}"
+        if not build.is_built(m):
+            return f"not built; run `serverbench build {m.id}`"
+        if self.allow_unverified:
+            return None
+        v = self.store.verdict(m.id)
+        if v is None:
+            return f"never verified; run `serverbench verify {m.id}` (or pass --allow-unverified)"
+        failed = kinds.refused(v)
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return (f"failed verification ({', '.join(failed)}); fix it and re-run "
+                    f"`serverbench verify {m.id}` (or pass --allow-unverified)")
+        if v.folder_hash and v.folder_hash != build.folder_hash(m):
+            return f"changed since it was verified; re-run `serverbench verify {m.id}`"
+        return None
+
+
+class Runner:
+    """Runs one matrix into `store`; see run_matrix()."""
+
+    def __init__(self, store: Store, opts: RunOptions, manifests: list[Any], workloads: list[Workload],
+                 run_id: int, emit: Listener, log_dir: Path) -> None:
+        self.store, self.opts, self.manifests, self.workloads = store, opts, manifests, workloads
+        self.run_id, self.emit, self.log_dir = run_id, emit, log_dir
+        self.gate = _Gate(store, opts.allow_unverified)
+        self.gate.external = bool(opts.target)
+        self.done = store.done_keys(run_id)
+        self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
+        self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
+        # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
+        self.machine_cpus = supervisor.online_cpus()
+        self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
+        if opts.server_on_cluster:
+            self.gate.remote = (lambda m: self.load_cluster().server_host(m), opts.server_cpus)
+
+    def load_cluster(self) -> Any:
+        """The --cluster's client (and local workers), started on first use."""
+        if self.cluster is None:
+            from ..cluster.load_cluster import LoadCluster, security
+            self.cluster = LoadCluster(self.opts.cluster, security=security(self.opts.cluster_tls),
+                                       server=self.opts.server_on_cluster).start()
+        return self.cluster
+
+    def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
+             rate: float | None = None) -> LoadgenResult:
+        """One loadgen run of `point`: a single process, or shards on the --cluster's workers."""
+        if not self.opts.cluster:
+            return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+        return self.load_cluster().run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+    # -- planning ---------------------------------------------------------------------------
+    def size(self, w: Workload) -> Size:
+        s = w.size(self.opts.full)
+        if self.opts.duration:
+            s = s.model_copy(update={"points": [_with_duration(p, self.opts.duration) for p in s.points]})
+        if any(p.server_cores == cores.SWEEP for p in s.points):
+            s = s.model_copy(update={"points": cores.expand(s.points, len(self._sweep_cpus()))})
+        return s
+
+    def _sweep_cpus(self) -> list[int]:
+        """The CPUs a sweep's counts go up to and are pinned from, asked once per run: the server
+        machine's with --server-on-cluster; on one machine the run's server CPUs, except on a 2-CPU machine
+        whose split the harness chose (server CPU 0), where the sweep goes on to both CPUs so that it still
+        shows a second count, flagged cpu-overlap."""
+        if self._online is None:
+            remote = self.opts.server_on_cluster and not (self.opts.cluster or "").startswith("local:")
+            own = self.opts.server_cpus
+            two = own is not None and len(own) == 1 and self.opts.split != "manual" and len(self.machine_cpus) == 2
+            self._online = (self.server_cpus_online() if remote or own is None or two else list(own))
+        return self._online
+
+    def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:
+        out = []
+        for rep in range(1, self.opts.repeat + 1):
+            # Repetitions are rounds over all servers, every other round in reverse order, so
+            # a machine that drifts during the run (this VM does, by up to 2x over an hour)
+            # weighs on every server alike instead of on whichever ran last.
+            for m in (self.manifests if rep % 2 else self.manifests[::-1]):
+                for w in self.workloads:
+                    s = self.size(w)
+                    todo = [p for p in s.points if (m.id, w.name, p.label, rep) not in self.done]
+                    if todo:
+                        out.append((rep, m, w, s, todo))
+        return out
+
+    def planned_seconds(self, plan: list) -> float:
+        """An upper bound: every start's warm-up to steady state counted at its maximum."""
+        total = 0.0
+        for _, m, w, s, pts in plan:
+            if self.gate.reason(m, w) is None:
+                starts = sum(1 for p in pts if p.server_cores is not None) + any(p.server_cores is None for p in pts)
+                steady = s.steady_max_seconds()
+                total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
+                    _planned_s(s, p, first=False) for p in pts)
+        return total
+
+    # -- running ----------------------------------------------------------------------------
+    def _record(self, cell: CellRecord, advance_s: float) -> None:
+        self.store.record_cell(self.run_id, cell)
+        self.emit(CellFinished(cell, advance_s))
+
+    def run(self, plan: list) -> None:
+        for rep, m, w, size, todo in plan:
+            reason = self.gate.reason(m, w)
+            if reason is not None:
+                for p in todo:
+                    self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
+                                            started_at=now_iso(), finished_at=now_iso()), 0.0)
+                continue
+            # the points that take the run's server CPUs share one start; a cores point gets its own
+            shared = [p for p in todo if p.server_cores is None]
+            if shared:
+                self._run_start(rep, m, w, size, shared, None, self.log_dir / f"{m.id}.{w.name}.r{rep}.log")
+            for p in todo:
+                if p.server_cores is not None:
+                    self._run_cores_point(rep, m, w, size, p)
+
+    def _run_cores_point(self, rep: int, m: Any, w: Workload, size: Size, p: Point) -> None:
+        """A point with `server_cores = k`: a fresh start pinned to the first k of the server machine's CPUs."""
+        online = self._sweep_cpus()
+        k = int(p.server_cores or 0)
+        why = ("a --target server is not started here, so its CPUs cannot be set" if self.opts.target else
+               f"needs {k} server CPUs; the server machine has {len(online)}" if k > len(online) else None)
+        if why is not None:
+            self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=why, started_at=now_iso(),
+                                    finished_at=now_iso()), 0.0)
+            return
+        cpus = online[:k]
+        tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", p.label)
+        self._run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
+                        {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": self.cpu_overlap(cpus)})
+
+    def cpu_overlap(self, server_cpus: list[int]) -> bool:
+        """Whether the server's CPUs are also the load generator's: only when the load generator runs on
+        this machine (no --cluster, or local:N, whose workers share the client CPUs)."""
+        if self.opts.cluster and not self.opts.cluster.startswith("local:"):
+            return False
+        return bool(set(server_cpus) & set(self.opts.client_cpus or []))
+
+    def _run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
+                   log_path: Path, extra: dict[str, Any] | None = None) -> None:
+        """One server start (on `cpus`, None = the run's server CPUs) and its points, each cell recorded
+        with `extra` metrics; a start that fails records them all failed."""
+        client_cpus = self.opts.client_cpus
+        extra = extra or {}
+        pending = list(todo)
+        t_start = time.monotonic()
+        on = f" on CPU {','.join(map(str, cpus))}" if cpus else ""
+        self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting{on}"))
+        try:
+            with self._server(m, log_path, cpus=cpus) as srv:
+                start_s = time.monotonic() - t_start
+                while pending:
+                    p = pending[0]
+                    self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
+                    cell = self.run_point(srv, m, w, size, p, rep, client_cpus, first=len(pending) == len(todo))
+                    for key, value in extra.items():
+                        setattr(cell.metrics, key, value)
+                    if start_s is not None:
+                        cell.metrics.server_start_s = round(start_s, 3)
+                        start_s = None
+                    self._record(cell, _planned_s(size, p, first=p is todo[0]))
+                    pending.pop(0)
+        except supervisor.ServerStartError as e:
+            tail = _file_tail(log_path)
+            for p in pending:
+                self._record(CellRecord(m.id, w.name, p.label, rep, "failed",
+                                        error=f"server did not start: {str(e).splitlines()[0]}",
+                                        log_tail=tail, started_at=now_iso(), finished_at=now_iso(),
+                                        metrics={"ready_timeout_s": self.opts.ready_timeout, **extra}),
+                             _planned_s(size, p, first=p is todo[0]))
+
+    def server_cpus_online(self) -> list[int]:
+        """The CPUs of the machine the server runs on (a cores sweep goes up to their count)."""
+        if self.opts.server_on_cluster and not (self.opts.cluster or "").startswith("local:"):
+            return self.load_cluster().server_cpus_online()
+        return list(self.machine_cpus)
+
+    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> Any:
+        """The server for a round of points: started and supervised here, or the --target.
+        `cpus` overrides the run's server CPUs (a cores sweep's point)."""
+        if self.opts.target:
+            from ..processes.target import external
+            return external(self.opts.target)
+        if self.opts.server_on_cluster:
+            from ..cluster.remote_server import run_remote
+            return run_remote(self.load_cluster().server_host(m), cpus=cpus or self.opts.server_cpus,
+                              workers=self.opts.workers, ready_timeout=self.opts.ready_timeout,
+                              memory_limit=self.memory_limit,
+                              # on this machine the run's log folder; elsewhere results/logs/ there
+                              log_path=str(log_path) if (self.opts.cluster or "").startswith("local:")
+                              else f"cluster/run-{self.run_id}-{log_path.name}")
+        return supervisor.run_server(m, cpus=cpus or self.opts.server_cpus, workers=self.opts.workers,
+                                     log_path=log_path, ready_timeout=self.opts.ready_timeout,
+                                     memory_limit=self.memory_limit)
+
+    @staticmethod
+    def _warm_up(w: Workload, size: Size, p: Point, first: bool, lg_run: Any) -> warmup.Warmup | None:
+        """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
+        point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`."""
+        if first and size.steady_max_seconds() > 0 and w.kind not in wl.NO_STEADY_KINDS:
+            one = _steady_point(p)
+
+            def one_second() -> float:
+                s = lg_run(one).report
+                return s.summary.ok / s.duration_s if s.duration_s else 0.0
+            return warmup.warm_to_steady(one_second, size.steady_max_seconds())
+        if not size.warmup:
+            return None
+        report = lg_run(_warmup_point(p, size.warmup)).report
+        return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
+
+    def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
+                  client_cpus: list[int] | None, first: bool = True) -> CellRecord:
+        """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError.
+        `first`: the start's first point, warmed to steady state."""
+        cell = CellRecord(m.id, w.name, p.label, rep, "ok", started_at=now_iso())
+        t0 = time.monotonic()
+        loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
+        metrics: dict[str, Any] = {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
+                                   "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(),
+                                   "target_url": self.opts.target,
+                                   "server_host": getattr(srv, "host", None) if self.opts.server_on_cluster else None}
+        usage = None
+        lg: LoadgenResult | None = None
+
+        def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
+            nonlocal loaded
+            r = self.load(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate)
+            loaded += r.measured_s
+            return r
+
+        try:
+            if not srv.alive():
+                raise LoadgenError(f"server exited with code {srv.returncode()} before this point")
+            try:
+                warmed = self._warm_up(w, size, p, first, lg_run)
+            except LoadgenError as e:
+                raise LoadgenError(f"warm-up: {e}") from None
+            if warmed is not None:
+                metrics.update(warmed.metrics())
+            if not srv.alive():
+                raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
+            sampler = None
+            if p.mode == "capacity":
+                sampler = _sampler(srv).start()
+                try:
+                    lg, extra = find_capacity(srv, p, lg_run)
+                finally:
+                    usage = sampler.stop().to_dict()
+                metrics.update(extra)
+            else:
+                rate = None
+                if p.rate_fraction is not None:
+                    calib = lg_run(_calibration_point(p))
+                    cap = float(calib.report.summary.rps or 0.0)
+                    if cap <= 0:
+                        raise LoadgenError(f"calibration measured 0 rps ({calib.report.summary.errors} errors)")
+                    rate = max(1.0, round(cap * p.rate_fraction, 1))
+                    metrics["calibration_rps"] = cap
+                own = _OwnCpu()
+                sampler = _sampler(srv).start()
+                try:
+                    lg = lg_run(p, rate)
+                finally:
+                    usage = sampler.stop().to_dict()
+                metrics["harness_cpu_percent"] = own.percent()
+                if rate is not None:
+                    metrics["target_rate"] = rate
+            cell.loadgen = lg.report
+            metrics = {**loadgen_metrics(lg), **metrics}
+            if not srv.alive():
+                cell.error = f"server exited with code {srv.returncode()} during the measured run"
+                if w.kind in OVER_TIME_KINDS:  # a finding: the verdict says "crashes"
+                    cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
+                else:
+                    cell.status = "failed"
+        except LoadgenError as e:
+            cell.status = "failed"
+            cell.error = str(e)
+        cell.usage = usage
+        metrics.update(usage_metrics(usage))
+        if usage is not None:
+            metrics.update(over_time_metrics(w.kind, lg, usage, srv))
+        if cell.status == "failed":
+            cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
+            if not srv.alive() and "exited" not in (cell.error or ""):
+                cell.error = f"{cell.error} (server exited with code {srv.returncode()})"
+        cell.finished_at = now_iso()
+        metrics["overhead_s"] = round(time.monotonic() - t0 - loaded, 3)
+        cell.metrics = CellMetrics.model_validate(metrics)
+        return cell
+
+
+def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = None,
+               workloads: list[Workload] | None = None, resume: int | None = None,
+               on_event: Listener = ignore, fingerprint: dict | None = None) -> MatrixResult:
+    """Run (or resume) a matrix and store every cell, reporting progress through `on_event`.
+
+    With `resume`, the stored run's options are used and its 'ok' cells are skipped.
+    The run ends 'finished' only when the plan completed; Ctrl-C (KeyboardInterrupt) abandons
+    the cell in flight and ends it 'interrupted'; any other exception ends it 'failed' with the
+    error stored, then propagates. Cells already stored are kept in every case; servers are
+    stopped by the supervisor's context manager."""
+    if resume is not None:
+        opts = RunOptions.from_dict(store.run(resume).options)
+        run_id = resume
+    if manifests is None and opts.target and not opts.servers:
+        from ..processes.target import ExternalManifest
+        manifests = [ExternalManifest()]
+    if manifests is None:
+        manifests = catalog.select(catalog.load_catalog(), opts.servers)
+    if workloads is None:
+        workloads = wl.select(wl.load_workloads(), opts.workloads)
+    # a server on another machine gets that machine's default split there (remote_server.py)
+    remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
+    cpu_split = split.settle(opts, remote_server, fresh=resume is None)  # --split auto calibrates here
+    if resume is None:
+        if fingerprint is None:
+            fingerprint = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
+        run_id = store.new_run({**fingerprint, "cpu_split": cpu_split}, opts.to_dict())
+    else:
+        store.reopen_run(run_id)
+    log_dir = paths.LOGS / f"run-{run_id}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    runner = Runner(store, opts, manifests, workloads, run_id, on_event, log_dir)
+    plan = runner.plan()
+    with measured_run(store, run_id, list(opts.client_cpus), on_event, cleanup=runner.close,
+                      unfinished="the run ended before its plan completed") as result:
+        on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
+                            runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
+        runner.run(plan)
+    return result[0]
+
+
+__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "loadgen_metrics", "usage_metrics",
+           "over_time_metrics", "OVER_TIME_KINDS"]
