@@ -356,3 +356,28 @@ fn a_slow_reader_asks_again_once_it_has_read_a_whole_response() {
     assert!(ok + 1 == requests, "every answer read but the last: {}", o.json["noise"]);
     assert_eq!(n(&o, "opened"), 1, "keep-alive");
 }
+
+#[test]
+fn bad_noise_flags_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (vec!["--noise", "loud"], "--noise `loud`"),
+        (vec!["--noise-connections", "5"], "needs --noise"),
+        (vec!["--noise", "slowloris", "--noise-interval", "soon"], "--noise-interval"),
+        (vec!["--noise", "idle", "--noise-connections", "100000000"], "open files"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen")).arg("http://127.0.0.1:1/").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.trim().lines().count() == 1 && err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn noise_stops_with_a_run_that_ends_by_its_request_count() {
+    let (srv, _log) = split_server(record);
+    let o = loadgen(&[&srv.url("/"), "-n", "50", "-c", "1", "--noise", "idle", "--noise-connections", "2"]);
+    assert_eq!((o.code, o.summary("ok")), (0, 50), "{}", o.stderr);
+    assert!(o.wall < Duration::from_secs(1), "took {:?}", o.wall);
+    assert_eq!(n(&o, "connections"), 2);
+    assert_ends_add_up(&o);
+}
