@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# What sharding costs: one loadgen process vs two shards (`--shard 0/2`, `--shard 1/2`, one
-# `--start-at` instant), all on CPU 1, against the throw-away nginx (1 worker pinned to CPU 0),
-# same total connections and duration. ROUNDS alternating rounds (the order flips each round).
-# Prints each round, the median req/s of both, the median client CPU per request (user+sys of
-# every loadgen process, from /usr/bin/time) and the ratio two/one (target: <= 1.05), and the
-# context switches per 1,000 requests of both (two processes on one CPU switch between them).
+# What sharding costs: two shards (`--shard 0/2`, `--shard 1/2`, one `--start-at` instant) vs one
+# loadgen process, all on CPU 1, against the throw-away nginx (1 worker pinned to CPU 0), same
+# total connections and duration. Each round runs three clients, in an order that rotates:
+#   one    one process, one thread (-t 1)
+#   one-t2 one process, two threads (-t 2): the same two event loops as two shards, one process
+#   two    two shards of one thread each
+# Prints each round, then per client the median req/s, client CPU per request (user+sys of every
+# loadgen process, from /usr/bin/time) and context switches per 1,000 requests (involuntary:
+# preempted; voluntary: blocked in a wait), and two ratios:
+#   two / one     (the old comparison): two event loops time-sharing CPU 1 against one loop
+#   two / one-t2  (target <= 1.05): what shard mode itself costs (processes, --start-at, JSON)
+# Why both: on this 2-CPU machine the shards cannot each have a CPU (nginx holds CPU 0), so
+# two shards are two event loops taking turns on one CPU, which real sharding never does
+# (a shard runs on its own machine or CPUs). Taking turns costs CPU by itself: a loop is
+# preempted when the other's responses arrive, each turn finds fewer responses ready, so
+# there are more waits and switches per request. One process with two threads takes turns
+# the same way and costs about as much as two shards, so the first ratio is mostly that
+# time-sharing, not sharding; the second compares like with like.
 # Measures loadgen's shard mode itself: Dask's dispatch (harness side) is not in these figures.
 # Then HELD (30,000) keep-alive connections held through two shards, more than one process may
 # open here (the hard open-files limit is 20,000), as session users (one connection each, a
@@ -28,14 +40,14 @@ OUT=$(mktemp -d /tmp/distributed-bench.XXXXXX)
 trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
 
 responses() { python3 -c 'import json,sys; print(sum(json.load(open(f))["summary"]["responses"] for f in sys.argv[1:]))' "$@"; }
-cpu() { awk '{s += $1 + $2} END {print s}' "$@"; }
-switches() { awk '{s += $3 + $4} END {print s}' "$@"; }
+# user+sys seconds, involuntary and voluntary context switches of every process timed
+usage() { awk '{u += $1 + $2; c += $3; w += $4} END {print u, c, w}' "$@"; }
 
-# prints "responses client_cpu_s context_switches"
+# one process with THREADS threads; prints "responses client_cpu_s involuntary voluntary"
 run_one() {
-    /usr/bin/time -f "%U %S %c %w" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
+    /usr/bin/time -f "%U %S %c %w" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t "$1" -c "$CONNECTIONS" \
         -d "${DURATION}s" --quiet --json "$OUT/one.json" >/dev/null
-    echo "$(responses "$OUT/one.json") $(cpu "$OUT/t0") $(switches "$OUT/t0")"
+    echo "$(responses "$OUT/one.json") $(usage "$OUT/t0")"
 }
 run_two() {
     local at pids=()
@@ -46,29 +58,48 @@ run_two() {
         pids+=($!)
     done
     wait "${pids[@]}"
-    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $(cpu "$OUT/t0" "$OUT/t1") $(switches "$OUT/t0" "$OUT/t1")"
+    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $(usage "$OUT/t0" "$OUT/t1")"
 }
 
-: >"$OUT/one"; : >"$OUT/two"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+CLIENTS=(one one-t2 two)
+: >"$OUT/rows"
 for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then a=$(run_one); b=$(run_two); else b=$(run_two); a=$(run_one); fi
-    echo "$a" >>"$OUT/one"; echo "$b" >>"$OUT/two"
-    echo "round $r: one $(echo "$a" | awk -v d="$DURATION" '{printf "%.0f req/s %.2f µs/req", $1/d, $2/$1*1e6}')" \
-         "  two shards $(echo "$b" | awk -v d="$DURATION" '{printf "%.0f req/s %.2f µs/req", $1/d, $2/$1*1e6}')"
+    line="round $r:"
+    for j in 0 1 2; do
+        c=${CLIENTS[$(( (j + r - 1) % 3 ))]}
+        case $c in
+            one) row=$(run_one 1) ;;
+            one-t2) row=$(run_one 2) ;;
+            two) row=$(run_two) ;;
+        esac
+        echo "$c $row" >>"$OUT/rows"
+        line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" '{printf "  %s %.0f req/s %.2f µs/req", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0)}')
+    done
+    echo "$line"
 done
-python3 - "$DURATION" "$OUT" <<'PY'
-import statistics, sys
-d, out = float(sys.argv[1]), sys.argv[2]
-res = {}
-for k in ("one", "two"):
-    rows = [tuple(map(float, l.split())) for l in open(f"{out}/{k}") if l.strip()]
-    rows = [r for r in rows if r[0] > 0]
-    res[k] = (statistics.median(r[0] / d for r in rows), statistics.median(r[1] / r[0] * 1e6 for r in rows),
-              statistics.median(r[2] / r[0] * 1e3 for r in rows))
-    print(f"{k:>4}: median {res[k][0]:9.0f} req/s   client {res[k][1]:5.2f} µs/request   "
-          f"{res[k][2]:6.1f} context switches per 1,000 requests")
-print(f"ratio two shards / one process: req/s {res['two'][0] / res['one'][0]:.3f}   "
-      f"client cpu/request {res['two'][1] / res['one'][1]:.3f} (target <= 1.05)")
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$DURATION" "$OUT/rows" <<'PY'
+import collections, statistics, sys
+d = float(sys.argv[1])
+rows = collections.defaultdict(list)
+for line in open(sys.argv[2]):
+    c, *v = line.split()
+    if float(v[0]) > 0:
+        rows[c].append(tuple(map(float, v)))
+med = {}
+for c in ("one", "one-t2", "two"):
+    r = rows[c]
+    med[c] = statistics.median(cpu / n * 1e6 for n, cpu, _, _ in r)
+    print(f"{c:>6}: median {statistics.median(n / d for n, *_ in r):9.0f} req/s   client {med[c]:5.2f} µs/request   "
+          f"context switches per 1,000 requests: {statistics.median(i / n * 1e3 for n, _, i, _ in r):5.1f} involuntary, "
+          f"{statistics.median(w / n * 1e3 for n, _, _, w in r):5.1f} voluntary   ({len(r)} rounds)")
+print(f"ratio two shards / one process, one thread (old comparison; two loops time-share CPU 1): "
+      f"client cpu/request {med['two'] / med['one']:.3f}")
+print(f"ratio one process two threads / one thread (what time-sharing CPU 1 costs by itself): "
+      f"{med['one-t2'] / med['one']:.3f}")
+print(f"ratio two shards / one process, two threads (what shard mode costs): "
+      f"client cpu/request {med['two'] / med['one-t2']:.3f} (target <= 1.05)")
 PY
 
 HELD=${HELD:-30000}
