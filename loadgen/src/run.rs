@@ -123,16 +123,20 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
             .and_then(|s| s.duration_since(now_w).ok())
             .ok_or_else(|| RunError::Usage("--start-at is less than --warmup from now; give a later instant".into()))?,
     };
-    let start = now_i + lead;
+    // --noise-lead: the noise starts that long before the legitimate load (at
+    // once with --start-at, if that leaves less)
+    let noise_lead = cfg.noise.as_ref().map_or(Duration::ZERO, |n| n.lead);
+    let extra = if cfg.start_at.is_none() { noise_lead } else { Duration::ZERO };
+    let start = now_i + lead + extra;
     let plan = Arc::new(build_plan(cfg, start)?);
     let threads = cfg.args.threads;
     let shared = Arc::new(Shared::new(threads));
-    let started_at = now_w + lead + cfg.warmup;
+    let started_at = now_w + lead + extra + cfg.warmup;
     let mut handles = vec![];
     // noise runs on its own thread and poll, on the same plan
     let noise = match &cfg.noise {
         Some(n) => Some(
-            crate::noise::Noise::spawn(n, plan.addr, plan.start, plan.end)
+            crate::noise::Noise::spawn(n, plan.addr, plan.start.checked_sub(noise_lead).unwrap_or(now_i).max(now_i), plan.end)
                 .map_err(|e| RunError::Fatal(format!("cannot start the noise thread: {e}")))?,
         ),
         None => None,

@@ -364,6 +364,8 @@ fn bad_noise_flags_are_one_line_and_exit_2() {
         (vec!["--noise-connections", "5"], "needs --noise"),
         (vec!["--noise", "slowloris", "--noise-interval", "soon"], "--noise-interval"),
         (vec!["--noise", "idle", "--noise-connections", "100000000"], "open files"),
+        (vec!["--noise-lead", "1s"], "--noise-lead needs --noise"),
+        (vec!["--noise", "idle", "--noise-lead", "61s"], "at most 60s"),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen")).arg("http://127.0.0.1:1/").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -380,4 +382,36 @@ fn noise_stops_with_a_run_that_ends_by_its_request_count() {
     assert!(o.wall < Duration::from_secs(1), "took {:?}", o.wall);
     assert_eq!(n(&o, "connections"), 2);
     assert_ends_add_up(&o);
+}
+
+#[test]
+fn noise_lead_puts_every_noise_connection_in_place_before_the_legitimate_load_connects() {
+    // (accepted at, legitimate?) per connection, in accept order
+    let seen: Arc<Mutex<Vec<(Instant, bool)>>> = Arc::default();
+    let s2 = seen.clone();
+    let srv = serve(move |s, c| {
+        let at = Instant::now();
+        let legit = is_legit(&s);
+        s2.lock().unwrap().push((at, legit));
+        if legit {
+            let mut r = Requests::new(s);
+            while r.next(c).is_some() {
+                if r.stream.write_all(&ok_response("Hello")).is_err() {
+                    return;
+                }
+            }
+        } else {
+            record(s, &Arc::default(), 0);
+        }
+    });
+    let o = with_noise(&srv, "1s", &["--noise", "idle", "--noise-connections", "6", "--noise-lead", "400ms"]);
+    assert!(o.summary("ok") > 0, "the legitimate load ran after the lead");
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by_key(|x| x.0);
+    let first_legit = seen.iter().position(|x| x.1).expect("a legitimate connection");
+    assert!(seen[..first_legit].iter().all(|x| !x.1) && first_legit == 6, "accept order {:?}",
+            seen.iter().map(|x| x.1).collect::<Vec<_>>());
+    let waited = seen[first_legit].0 - seen[0].0;
+    assert!(waited >= Duration::from_millis(300), "the legitimate load connected {waited:?} after the noise");
+    assert_eq!(n(&o, "held_peak"), 6);
 }

@@ -68,6 +68,8 @@ pub struct NoiseConfig {
     pub timeout: Duration,
     /// How long a connect may take (the legitimate --connect-timeout).
     pub connect_timeout: Duration,
+    /// How long the noise runs before the legitimate load starts.
+    pub lead: Duration,
 }
 
 /// The --noise flags (flattened into the command line).
@@ -95,6 +97,12 @@ pub struct NoiseArgs {
     /// Slow reader: what it requests, keep-alive, again once read [default: /delay?bytes=1048576]
     #[arg(long, value_name = "PATH")]
     pub noise_path: Option<String>,
+    /// How long the noise runs before the legitimate load (its warm-up
+    /// included) starts, so the bad clients hold their connections when the
+    /// good ones arrive; without it both connect at once and a bounded
+    /// server serves whichever came first [default: 0s]
+    #[arg(long, value_name = "DURATION")]
+    pub noise_lead: Option<String>,
 }
 
 impl NoiseConfig {
@@ -114,6 +122,7 @@ impl NoiseConfig {
                 (a.noise_interval.is_some(), "--noise-interval"),
                 (a.noise_read_rate.is_some(), "--noise-read-rate"),
                 (a.noise_path.is_some(), "--noise-path"),
+                (a.noise_lead.is_some(), "--noise-lead"),
             ];
             return match given.iter().find(|g| g.0) {
                 Some((_, flag)) => Err(format!("{flag} needs --noise SHAPE (slowloris, idle, garbage or slow-reader)")),
@@ -138,7 +147,13 @@ impl NoiseConfig {
         if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
             return Err(format!("--noise-path `{path}` must start with / and hold no spaces or control bytes"));
         }
+        let lead_flag = a.noise_lead.as_deref().unwrap_or("0s");
+        let lead = flag_duration("--noise-lead", lead_flag)?;
+        if lead > Duration::from_secs(60) {
+            return Err(format!("--noise-lead {lead_flag} must be at most 60s"));
+        }
         Ok(Some(NoiseConfig {
+            lead,
             shape,
             connections: share(connections as u64),
             interval,
@@ -279,6 +294,7 @@ mod tests {
             noise_interval: Some(interval.into()),
             noise_read_rate: Some(rate),
             noise_path: Some(path.into()),
+            noise_lead: None,
         }
     }
 
@@ -292,7 +308,7 @@ mod tests {
         none.noise = None;
         let e = NoiseConfig::from_args(&none, "h", s(1), s(1), |n| n).unwrap_err();
         assert!(e.starts_with("--noise-connections needs --noise"), "{e}");
-        let none = NoiseArgs { noise: None, noise_connections: None, noise_interval: None, noise_read_rate: None, noise_path: None };
+        let none = NoiseArgs { noise: None, noise_connections: None, noise_interval: None, noise_read_rate: None, noise_path: None, noise_lead: None };
         assert!(NoiseConfig::from_args(&none, "h", s(1), s(1), |n| n).unwrap().is_none());
         let mut defaults = none.clone();
         defaults.noise = Some("slowloris".into());
