@@ -254,6 +254,10 @@ class CellMetrics(BaseModel):
     warmup_steady_s: float | None = Field(None, description="seconds of load from the first request until steady")
     warmup_first_share: float | None = Field(None, description="the first second's rate ÷ the steady rate")
     warmup_max_s: float | None = Field(None, description="the warm-up's maximum (the size's steady_max)")
+    # kind noisy: the bad clients beside the legitimate load (counted apart from it by loadgen)
+    noise: dict[str, Any] | None = Field(None, description="loadgen's noise counters: shape, connections, opened, "
+                                         "held_peak, held_at_end, bytes, responses by class, how each ended")
+    noise_twin: str | None = Field(None, description="the label of this noise point's quiet twin")
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
     server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
     ready_timeout_s: float | None = None

@@ -53,16 +53,19 @@ def test_repo_workloads_are_valid_and_quick_set_is_small() -> None:
     for w in ws.values():
         if w.includes:
             continue
-        if w.kind in ("overload", "soak"):  # behaviour over time needs time: run only when asked (-w)
+        # behaviour over time, and noise beside a quiet twin, need time: run only when asked (-w)
+        if w.kind in ("overload", "soak", "noisy"):
             assert w.size(False).planned_seconds() <= 75, w.name
         else:
             assert w.size(False).planned_seconds() <= 15, w.name  # ~10 s per server
         assert w.size(True).planned_seconds() >= w.size(False).planned_seconds(), w.name
         for p in w.size(True).points + w.size(False).points:
             assert (p.users or 0) < 20000 and (p.connections or 0) < 20000  # open-files limit
+            assert (p.max_connections or p.connections or 0) + (p.noise_connections or 0) < 20000
     quick = select(ws, ["quick"])
     assert [w.name for w in quick] == ["prantl-wrk", "latency-at-rate", "stressgrid"]
-    assert {"stressgrid-overload", "soak"} <= set(ws) and not {w.kind for w in quick} & {"overload", "soak"}
+    assert {"stressgrid-overload", "soak", "noisy"} <= set(ws)
+    assert not {w.kind for w in quick} & {"overload", "soak", "noisy"}
     assert sum(w.size(False).planned_seconds() for w in quick) <= 35
     assert [p.connections for p in ws["sweep"].size(False).points] == [1, 4, 16, 64, 256, 1024]
     assert ws["deepu-ab"].size(True).points[0].requests == 10000

@@ -87,9 +87,17 @@ class Point(BaseModel):
     # the server's CPU count for this point: a fresh start pinned to that many CPUs ($WORKERS follows);
     # "sweep" (kind cores) = one point per count 1, 2, 4 … up to the server machine's CPUs (cores.py)
     server_cores: int | Literal["sweep"] | None = None
+    # kind noisy: bad clients on connections of their own beside this point's load (loadgen --noise)
+    noise: Literal["slowloris", "idle", "garbage", "slow-reader"] | None = None
+    noise_connections: int | None = None
+    noise_interval: str | None = None  # slowloris: the gap between header bytes
+    noise_read_rate: int | None = None  # slow-reader: bytes/s read per connection
+    noise_path: str | None = None  # slow-reader: what it requests
+    noise_lead: str | None = None  # the noise starts this long before the legitimate load
+    twin: str | None = None  # a noise point's quiet twin: the label of the same load without noise
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
-                     "calibration", "step_duration", "p99_limit")
+                     "calibration", "step_duration", "p99_limit", "noise_interval", "noise_lead")
     @classmethod
     def _check_duration(cls, v: str | None) -> str | None:
         if v is not None:
@@ -152,6 +160,13 @@ class Point(BaseModel):
                 raise ValueError("capacity max_steps must be >= 1")
             if self.refine < 0:
                 raise ValueError("capacity refine must be >= 0")
+        if self.noise is None and (self.twin is not None or any(
+                v is not None for v in (self.noise_connections, self.noise_interval, self.noise_read_rate,
+                                        self.noise_path, self.noise_lead))):
+            raise ValueError("noise_* and twin belong to a point with noise; set noise = one of slowloris, "
+                             "idle, garbage, slow-reader")
+        if self.noise_connections is not None and self.noise_connections < 1:
+            raise ValueError("noise_connections must be >= 1")
         return self
 
     @property
@@ -168,6 +183,7 @@ class Point(BaseModel):
             return (self.max_steps + self.refine) * (parse_duration(self.step_duration) + warm)
         extra = parse_duration(self.calibration) if self.rate_fraction is not None else 0.0
         extra += warm if self.mode == "open" else 0.0
+        extra += parse_duration(self.noise_lead) if self.noise_lead else 0.0
         if self.duration is not None:
             return parse_duration(self.duration) + extra
         if self.stages is not None:
@@ -238,6 +254,17 @@ class Point(BaseModel):
             args += ["--connect-timeout", self.connect_timeout]
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
+        return args + self._noise_args()
+
+    def _noise_args(self) -> list[str]:
+        if self.noise is None:
+            return []
+        args = ["--noise", self.noise]
+        for flag, v in (("--noise-connections", self.noise_connections), ("--noise-interval", self.noise_interval),
+                        ("--noise-read-rate", self.noise_read_rate), ("--noise-path", self.noise_path),
+                        ("--noise-lead", self.noise_lead)):
+            if v is not None:
+                args += [flag, str(v)]
         return args
 
 
@@ -287,7 +314,7 @@ class Size(BaseModel):
 NO_STEADY_KINDS = ("overload", "soak")
 DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores"]
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy"]
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
 Feature = Literal["pipelining", "new-connection-per-request"]
@@ -328,6 +355,11 @@ RANKED_BY: dict[str, tuple[str, str]] = {
               "server did not share a CPU with the load generator is the most of the machine a row could use "
               "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
               "table ranks by requests/s at that count"),
+    "noisy": ("the legitimate traffic's p99 over every due request, then its successful rate, then server CPU "
+              "per legitimate request",
+              "the legitimate demand is fixed and the same for every row, as in fixed-load; what differs is what "
+              "the bad clients beside it cost the good ones. Each noise point is also shown as a ratio of its quiet "
+              "twin (the same load in the same start, no noise), with a verdict"),
 }
 
 
@@ -360,6 +392,11 @@ class Workload(BaseModel):
             raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
         elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
             raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
+        elif self.kind == "noisy":
+            _check_twins(self.quick.points)
+            _check_twins(self.full.points)
+        elif any(p.noise for p in self.quick.points + self.full.points):
+            raise ValueError("noise belongs to kind = \"noisy\" workloads (ranked against their quiet twins)")
         if not self.includes:
             self._check_features()
         return self
@@ -383,6 +420,27 @@ class Workload(BaseModel):
         if s.steady_max is None and self.kind not in NO_STEADY_KINDS:
             s = s.model_copy(update={"steady_max": DEFAULT_STEADY_MAX["full" if full else "quick"]})
         return s
+
+
+def _check_twins(points: list[Point]) -> None:
+    """A noisy size: open load at a fixed rate; each noise point names an earlier quiet point with the same
+    legitimate load as its twin (so the ratio compares the noise alone, in the same server start)."""
+    by_label = {p.label: i for i, p in enumerate(points)}
+    for i, p in enumerate(points):
+        if p.mode != "open" or p.rate_fraction is not None or p.stages is not None:
+            raise ValueError(f"point {p.label!r}: a noisy workload's points are open load at a fixed rate")
+        if p.noise is None:
+            continue
+        if p.twin is None or p.twin not in by_label:
+            raise ValueError(f"point {p.label!r}: twin must name this size's quiet point (one of "
+                             f"{', '.join(q.label for q in points if q.noise is None) or 'none yet: add one'})")
+        q = points[by_label[p.twin]]
+        if q.noise is not None or by_label[p.twin] > i:
+            raise ValueError(f"point {p.label!r}: its twin {p.twin!r} must be a point without noise before it")
+        same = ("rate", "connections", "max_connections", "path", "duration", "poisson")
+        if any(getattr(p, f) != getattr(q, f) for f in same):
+            raise ValueError(f"point {p.label!r}: its twin {p.twin!r} must offer the same legitimate load "
+                             f"({', '.join(same)})")
 
 
 def _one_line(e: ValidationError) -> str:

@@ -134,6 +134,31 @@ def p99_chart(pt: PointData, title: str) -> go.Figure:
                    xaxis={"categoryorder": "array", "categoryarray": [g.server for g in ranked]})
 
 
+VERDICT_COLORS = {"unaffected": "#2ca02c", "slowed": "#ff7f0e", "starved": "#d62728", "down": "#7f0000"}
+
+
+def noise_chart(cells: dict[str, dict[str, tuple[float | None, str | None]]], servers: list[str],
+                title: str) -> go.Figure:
+    """Noisy workloads: each row's legitimate p99 under each noise shape as a multiple of its quiet twin's
+    (log axis, 1 = unaffected); `cells[shape][server]` = (ratio, verdict), bars coloured by shape, the
+    verdict in the hover and above each bar."""
+    fig = go.Figure()
+    shape_colors = ["#1f77b4", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    for i, (shape, by_server) in enumerate(cells.items()):
+        ys = [by_server.get(s, (None, None))[0] for s in servers]
+        verdicts = [by_server.get(s, (None, None))[1] or "not judged" for s in servers]
+        fig.add_bar(name=shape, x=servers, y=ys, marker_color=shape_colors[i % len(shape_colors)],
+                    customdata=verdicts, text=[v if v != "unaffected" else "" for v in verdicts],
+                    textposition="outside", textfont={"size": 9},
+                    hovertemplate=f"%{{x}} · {shape}: p99 ×%{{y:.3g}} its quiet twin's, %{{customdata}}<extra></extra>")
+    fig.add_hline(y=1, line_dash="dot", line_color="#888")
+    vals = [r for by in cells.values() for r, _ in by.values()]
+    return _layout(fig, title, height=440, barmode="group", legend_title_text="noise shape",
+                   yaxis={"type": "log", "title": "p99 under noise ÷ quiet p99",
+                          **log_ticks(vals, fmt=lambda v: f"×{v:g}")},
+                   xaxis={"categoryorder": "array", "categoryarray": servers})
+
+
 def cpu_per_request_chart(groups: list[Group], title: str) -> go.Figure:
     """Server CPU per successful request, user and sys stacked: what each answer costs."""
     fig = go.Figure()

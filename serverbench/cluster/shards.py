@@ -121,4 +121,19 @@ def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
         "status_codes": _add_dicts(r.get("status_codes") for r in reports),
         "histograms": hists,
         "timeline": merge_timelines([r.get("timeline") or [] for r in reports]),
+        **({"noise": merge_noise([r["noise"] for r in reports if r.get("noise")])}
+           if any(r.get("noise") for r in reports) else {}),
     }
+
+
+def merge_noise(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shards' noise counters: every count adds (each shard held its share of the connections, so
+    the peaks add to an upper bound of the peak held at once); the shape is the first shard's."""
+    out: dict[str, Any] = {"shape": parts[0].get("shape")}
+    for p in parts:
+        for k, v in p.items():
+            if isinstance(v, dict):
+                out[k] = _add_dicts([out.get(k), v])
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return out

@@ -15,10 +15,11 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..results.aggregate import Group, PointData, RunResults, Warning, WorkloadData
-from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
+from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import models_section
+from . import models_section, noisy_section
+from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, rate_cell
 from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
@@ -220,7 +221,7 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
     what = f"{wl.name} {pt.label}"
     if wl.kind not in overtime_section.KINDS:  # those print it above their own table
         page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
-    if wl.kind == "fixed-load":
+    if wl.kind in ranking.FIXED_DEMAND:
         page.chart(p99_chart(pt, f"{what}: p99 over every due request (ranked; lower is better)"),
                    fixed_load_table(pt), "Timed-out and unanswered requests count at their age; rows that did not "
                    "hold the rate or had more than 1 % errors rank after the others.")
@@ -240,6 +241,22 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.chart(errors_chart(groups, f"{what}: errors and timeouts{heavy_note}"), errors_table(groups))
     else:
         page.add(f'<p class="ok">✓ No errors or timeouts at {esc(pt.label)}.</p>')
+
+
+def _noisy(page: Page, wl: WorkloadData) -> None:
+    """A noisy workload's verdicts per noise shape, the rules, the ratio chart, how the noise ended."""
+    rules = noisy_section.rules()
+    page.heading(3, f"{wl.name} · what the noise cost the legitimate traffic", toc=False)
+    page.add(f'<div class="rules"><p>{esc(rules[0])}</p><ul>' + "".join(f"<li>{esc(r)}</li>" for r in rules[1:])
+             + f'</ul><p><b>Verdicts:</b> {esc(noisy_section.verdict_counts(wl))}.</p></div>')
+    rows = noisy_section.rows(wl)
+    page.chart(noise_chart(noisy_section.ratios(wl), [r[0] for r in rows],
+                           f"{wl.name}: legitimate p99 under each noise shape ÷ its quiet twin's (1 = unaffected)"),
+               table(noisy_section.headers(wl), [[esc(c) for c in r] for r in rows], numeric_from=2)
+               + f'<p class="desc">{esc(noisy_section.ENDED_INTRO)}</p>'
+               + table(noisy_section.ended_headers(wl), [[esc(c) for c in r] for r in noisy_section.ended_rows(wl)],
+                       numeric_from=99), "Log axis; the quiet twin is the same legitimate load in the same server "
+               "start without noise.")
 
 
 def _over_time(page: Page, wl: WorkloadData, pt: PointData) -> None:
@@ -287,11 +304,13 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
                    "Both axes logarithmic: a row that scales linearly runs parallel to the dotted line; "
                    f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load "
                    "generator.")
+    if wl.kind == noisy_section.KIND:
+        _noisy(page, wl)
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "
                    "without errors.")
-    detail = wl.points if len(wl.points) <= 3 else wl.points[-1:]
+    detail = wl.points if len(wl.points) <= 3 or wl.kind == noisy_section.KIND else wl.points[-1:]
     for pt in detail:
         if wl.is_sweep:
             page.heading(3, f"{wl.name} · {pt.label}", toc=False)

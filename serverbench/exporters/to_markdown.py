@@ -9,7 +9,7 @@ from ..run.fingerprint import normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import models_section
+from . import models_section, noisy_section
 from ..cost import table as cost
 from ..results import ranking
 from ..run import split
@@ -24,7 +24,7 @@ CAPACITY_COLUMNS = ["place", "server", "language", "model", "capacity req/s (med
 
 
 def columns(kind: str) -> list[str]:
-    return {"fixed-load": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS}.get(kind, COLUMNS)
+    return {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS}.get(kind, COLUMNS)
 
 
 def errors_cell(g: Group) -> str:
@@ -46,7 +46,7 @@ def rate_cell(g: Group) -> str:
         return f"did not hold {g.target_rate:,.0f} (achieved {t.median:,.0f})"
     if g.client_bound_group:  # ranking.client_block: not ordered by the load generator's noise
         return f"≥ {t.median:,.0f} (load generator's limit)"
-    return fmt_num(t.median) + (" (tied with #1)" if g.tied_with_leader and g.kind != "fixed-load" else "")
+    return fmt_num(t.median) + (" (tied with #1)" if g.tied_with_leader and g.kind not in ranking.FIXED_DEMAND else "")
 
 
 def interval_cell(g: Group) -> str:
@@ -54,8 +54,8 @@ def interval_cell(g: Group) -> str:
     st = ranking.figure_stats(g, g.kind)
     if st is None or st.n < 2:
         return "—"
-    fmt = fmt_us if g.kind in ("fixed-load", "soak") else fmt_num
-    tie = " (tied with #1)" if g.tied_with_leader and g.kind in ("fixed-load", "soak") else ""
+    fmt = fmt_us if g.kind in ranking.P99_KINDS else fmt_num
+    tie = " (tied with #1)" if g.tied_with_leader and g.kind in ranking.P99_KINDS else ""
     return f"{fmt(st.ci_low)}–{fmt(st.ci_high)} ({st.ci_level:.0%}){tie}"
 
 
@@ -63,7 +63,7 @@ def _row(g: Group, kind: str) -> list[str]:
     mark = " ⚠" if g.warnings else ""
     head = [str(g.place), g.server + mark, g.language, g.model]
     cpu_req = fmt_num(g.cpu_us_per_request, 1)
-    if kind == "fixed-load":
+    if kind in ranking.FIXED_DEMAND:
         return head + [fmt_us(g.latency["p99"]), interval_cell(g), fmt_us(g.answered_p99_us), f"{g.timeouts:,}",
                        cpu_req, rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
     return head + [rate_cell(g), interval_cell(g), errors_cell(g), fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]),
@@ -123,6 +123,16 @@ def _scaling(wl: Any) -> list[str]:
               "|" + "|".join("---" for _ in pc.headers) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in pc.rows] + [""]
     return lines + [f"- **{m}**: {n}" for m, n in cores_section.model_notes(wl)] + [""]
+
+
+def _noisy(wl: Any) -> list[str]:
+    """A noisy workload's verdicts per noise shape against the quiet twin, the rules, how the noise ended."""
+    rules = noisy_section.rules()
+    lines = ["### what the noise cost the legitimate traffic", "", rules[0], ""] + [f"- {r}" for r in rules[1:]]
+    lines += ["", f"Verdicts: {noisy_section.verdict_counts(wl)}.", ""]
+    lines += _table(noisy_section.headers(wl), noisy_section.rows(wl))
+    return lines + [noisy_section.ENDED_INTRO, ""] + _table(noisy_section.ended_headers(wl),
+                                                             noisy_section.ended_rows(wl))
 
 
 def _not_run(pt: Any) -> list[str]:
@@ -199,6 +209,8 @@ def render(run: Any, results: RunResults) -> bytes:
             lines += [f"Ranked by **{g0.metric}**: {g0.why}.", ""]
         if wl.kind == cores_section.KIND:
             lines += _scaling(wl)
+        if wl.kind == noisy_section.KIND:
+            lines += _noisy(wl)
         for pt in wl.points:
             if wl.is_sweep:
                 lines += [f"### {wl.name} · {pt.label}", ""]

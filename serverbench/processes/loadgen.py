@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..model import LoadgenFormatError, LoadgenReport
 from .supervisor import die_with_parent, pinned
@@ -205,3 +206,31 @@ def _execute(cmd: list[str], exe: Path, out: Path, limit: float, grace: float):
     except json.JSONDecodeError as e:
         raise LoadgenError(f"{out}: invalid JSON from loadgen ({e}); rebuild loadgen (`make loadgen`)") from None
     return data, wall, ru, stderr_tail
+
+
+def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
+    """The CellMetrics fields a loadgen result provides."""
+    r = lg.report
+    s = r.summary
+    lat = s.latency_us
+    answered = s.answered_latency_us
+    cfg = r.config
+    measured = float(r.duration_s or lg.wall_s)
+    return {
+        # throughput means successful responses: a server that fails fast must not rank high
+        "rps": s.ok / measured if measured > 0 else 0.0, "responses_rps": s.rps,
+        "requests": s.requests, "ok": s.ok, "errors": s.errors,
+        "due": s.due, "never_sent": s.never_sent, "dropped": s.dropped,
+        "answered_p50_us": answered.p50 if answered else None,
+        "answered_p99_us": answered.p99 if answered else None,
+        "timeouts": r.error_classes.get("timeout", 0), "error_classes": r.error_classes,
+        "p50_us": lat.p50, "p75_us": lat.p75, "p90_us": lat.p90, "p99_us": lat.p99,
+        "p999_us": lat.p99_9, "p9999_us": lat.p99_99, "max_us": lat.max, "mean_us": lat.mean,
+        "duration_s": r.duration_s, "missed_sends": s.missed_sends,
+        "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
+        "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
+        "max_connections": cfg.get("max_connections"),
+        "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
+        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
+        "noise": (r.model_extra or {}).get("noise"),
+    }

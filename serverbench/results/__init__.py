@@ -9,6 +9,7 @@ ranking.py          the order of a point's groups and the "at a glance" verdict,
 stats.py            summary figures, the median's interval, noise and outlier rules, `judge`
 outliers.py         the CPU outlier rule across a runtime family
 aggregate_tools.py  cross-check cells: each tool's rate against the server's count
+noisy.py            the noisy workload's verdicts: each noise point against its quiet twin
 compare.py          two runs' groups as ratios judged against the noise
 model_notes.py      what each concurrency model predicts (data for the reports)
 

@@ -21,7 +21,7 @@ from ..run import warmup
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
-from . import group_warnings
+from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Warning
 from ..model import CellRecord, ServerProfile
@@ -73,6 +73,7 @@ class Group:
     tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
     client_bound_group: bool = False  # set by collect(): in its point's client-bound block
     cpu_findings: list[cpu_outliers.Finding] = field(default_factory=list)  # set by collect(): outliers.judge
+    noise_effect: noisy.NoiseEffect | None = None  # set by collect() in a noisy workload: against its quiet twin
 
     # -- plain figures ----------------------------------------------------------------------
     @property
@@ -415,6 +416,8 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
                 g.client_bound_group = g in block
                 g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
             points.append(PointData(lbl, ranked, kind))
+        if kind == "noisy":
+            noisy.attach(groups)
         wl = catalog.get(name)
         out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
                                 _p99_limit_us(name, groups, catalog), kind))

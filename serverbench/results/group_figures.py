@@ -8,8 +8,8 @@ from pydantic import BaseModel
 
 from ..overtime import figures as overtime
 from ..run import cores, warmup
-from . import ranking
-from .stats import noisy
+from . import noisy, ranking
+from .stats import noisy as is_noisy
 
 # Percentiles reported in tables/CSV, keyed by the name used in metrics (…_us).
 PCTS = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
@@ -105,6 +105,20 @@ class GroupFigures(BaseModel):
     first_second_share: float | None = None
     not_steady: int = 0
     warmup_max_s: float | None = None
+    # kind noisy (noisy.py): the noise shape, its quiet twin, the ratios to it and the verdict; what the
+    # noise did (medians over the repetitions of loadgen's noise counters)
+    noise_shape: str | None = None
+    noise_twin: str | None = None
+    noise_p99_ratio: float | None = None
+    noise_rate_ratio: float | None = None
+    noise_verdict: str | None = None
+    noise_held_peak: float | None = None
+    noise_opened: float | None = None
+    noise_4xx: float | None = None
+    noise_closed: float | None = None
+    noise_reset: float | None = None
+    noise_timeout: float | None = None
+    noise_open_at_end: float | None = None
     warnings: list[str] = []
 
 
@@ -131,7 +145,7 @@ def flat_figures(g: Any) -> GroupFigures:
         reps_ok=len(g.ok), reps_failed=len(g.bad),
         rps_median=r and r.median, rps_mean=r and r.mean, rps_stdev=r and r.stdev,
         rps_min=r and r.min, rps_max=r and r.max, rps_cv=r and r.cv,
-        noisy=bool(t and noisy(t)), capacity_rps=t.median if g.is_capacity and t else None,
+        noisy=bool(t and is_noisy(t)), capacity_rps=t.median if g.is_capacity and t else None,
         **{f"{k}_us": g.latency[k] for k in PCTS}, max_us=g.latency["max"],
         requests=g.total("requests"), errors=g.errors, timeouts=g.timeouts,
         errors_connect=ec["connect"], errors_read=ec["read"], errors_write=ec["write"],
@@ -142,5 +156,5 @@ def flat_figures(g: Any) -> GroupFigures:
         threads_peak=g.median("threads_peak"), client_cpu_percent=g.median("client_cpu_percent"),
         client_saturated=g.client_saturated, connections=g.connections, bound=g.bound,
         missed_sends=g.total("missed_sends"), unanswered=g.total("unanswered"),
-        **overtime.figures(g.ok), **cores.figures(g.ok), **warmup.figures(g.ok), **g.interval,
+        **overtime.figures(g.ok), **cores.figures(g.ok), **warmup.figures(g.ok), **g.interval, **noisy.figures(g),
         warnings=[x.text for x in g.warnings])

@@ -1,7 +1,7 @@
 """How a point's groups are ordered, and the one-line verdict "at a glance" gives, by workload kind.
 
 - throughput / sweep: successful requests/s, clean cells before degraded ones (> 1 % errors);
-- fixed-load: rates held before rates not held, clean before degraded, then p99 over every due
+- fixed-load and noisy (the legitimate traffic): rates held before rates not held, clean before degraded, then p99 over every due
   request, then timeouts, then server CPU per successful request — never requests/s;
 - capacity: the highest rate that held the p99 limit;
 - overload: peak successful responses/s (the verdict is shown beside it, not ranked: Stressgrid
@@ -42,6 +42,10 @@ class Group(Protocol):
     def stat(self, key: str) -> Stats | None: ...
 
 INF = float("inf")
+# Kinds whose demand is fixed (every healthy row answers the same requests/s): ranked by the p99 over
+# every due request; soak by its worst one-second p99.
+FIXED_DEMAND = ("fixed-load", "noisy")
+P99_KINDS = (*FIXED_DEMAND, "soak")
 
 
 def rank_key(g: Group, kind: str) -> tuple:
@@ -53,7 +57,7 @@ def rank_key(g: Group, kind: str) -> tuple:
 
 
 def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
-    if kind == "fixed-load":
+    if kind in FIXED_DEMAND:
         cpu = g.cpu_us_per_request
         return (g.held is False, g.degraded, g.latency["p99"] if g.latency["p99"] is not None else INF,
                 g.timeouts, cpu if cpu is not None else INF, g.server)
@@ -102,7 +106,7 @@ def order(groups: list[Group], kind: str) -> tuple[list[Group], list[int | None]
 
 def figure_stats(g: Group, kind: str) -> Stats | None:
     """The figure a point's rows are told apart by: p99 for fixed-load and soak, else throughput."""
-    return _p99_stats(g, kind) if kind in ("fixed-load", "soak") else g.throughput
+    return _p99_stats(g, kind) if kind in P99_KINDS else g.throughput
 
 
 def tied(first: Group, other: Group, kind: str) -> bool:
@@ -113,7 +117,7 @@ def tied(first: Group, other: Group, kind: str) -> bool:
     a, b = figure_stats(other, kind), figure_stats(first, kind)
     if a is None or b is None or min(a.n, b.n) < 2:
         return False
-    return judge(a, b, higher_is_better=kind not in ("fixed-load", "soak"))[2] not in (IMPROVEMENT, REGRESSION)
+    return judge(a, b, higher_is_better=kind not in P99_KINDS)[2] not in (IMPROVEMENT, REGRESSION)
 
 
 def rank_metric(kind: str) -> tuple[str, str]:
@@ -151,7 +155,7 @@ def glance(groups: list[Group], kind: str) -> Glance:
                                           f"least {floor:,.0f} req/s, limited by the load generator on this machine",
                       False)
     second = measured[1]
-    if kind in ("fixed-load", "soak"):
+    if kind in P99_KINDS:
         if (first.held, first.degraded) != (second.held, second.degraded):
             reason = "held the rate" if first.held and not second.held else "answered without errors"
             return Glance(metric, why, first, f"{first.server} first: it {reason} and {second.server} did not", True)

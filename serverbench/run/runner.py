@@ -28,7 +28,7 @@ from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from .lifecycle import MatrixResult, measured_run
 from .fingerprint import fingerprint as take_fingerprint
-from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
+from ..processes.loadgen import LoadgenError, LoadgenResult, loadgen_metrics, run_loadgen
 from ..model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
 from ..processes.sampler import Sampler
 from ..store import Store, now_iso
@@ -78,7 +78,7 @@ def _steady_point(p: Point) -> Point:
     calibrated "N%" rate) as the closed-loop calibration load on their path."""
     if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
         return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
-                                    "time_limit": None, "stages": None})
+                                    "time_limit": None, "stages": None, "noise": None, "twin": None})
     return _calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
 
 
@@ -92,33 +92,6 @@ def _calibration_point(p: Point) -> Point:
     return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
                  duration=p.calibration, threads=p.threads)
-
-
-def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
-    """The CellMetrics fields a loadgen result provides."""
-    r = lg.report
-    s = r.summary
-    lat = s.latency_us
-    answered = s.answered_latency_us
-    cfg = r.config
-    measured = float(r.duration_s or lg.wall_s)
-    return {
-        # throughput means successful responses: a server that fails fast must not rank high
-        "rps": s.ok / measured if measured > 0 else 0.0, "responses_rps": s.rps,
-        "requests": s.requests, "ok": s.ok, "errors": s.errors,
-        "due": s.due, "never_sent": s.never_sent, "dropped": s.dropped,
-        "answered_p50_us": answered.p50 if answered else None,
-        "answered_p99_us": answered.p99 if answered else None,
-        "timeouts": r.error_classes.get("timeout", 0), "error_classes": r.error_classes,
-        "p50_us": lat.p50, "p75_us": lat.p75, "p90_us": lat.p90, "p99_us": lat.p99,
-        "p999_us": lat.p99_9, "p9999_us": lat.p99_99, "max_us": lat.max, "mean_us": lat.mean,
-        "duration_s": r.duration_s, "missed_sends": s.missed_sends,
-        "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
-        "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
-        "max_connections": cfg.get("max_connections"),
-        "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
-        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
-    }
 
 
 def _sampler(srv: Any) -> Any:
@@ -463,6 +436,13 @@ class Runner:
         report = lg_run(_warmup_point(p, size.warmup)).report
         return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
 
+    def _cell_facts(self, srv: Any, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
+        """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
+        return {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
+                "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(), "noise_twin": p.twin,
+                "target_url": self.opts.target,
+                "server_host": getattr(srv, "host", None) if self.opts.server_on_cluster else None}
+
     def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None, first: bool = True) -> CellRecord:
         """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError.
@@ -470,10 +450,7 @@ class Runner:
         cell = CellRecord(m.id, w.name, p.label, rep, "ok", started_at=now_iso())
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
-        metrics: dict[str, Any] = {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
-                                   "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(),
-                                   "target_url": self.opts.target,
-                                   "server_host": getattr(srv, "host", None) if self.opts.server_on_cluster else None}
+        metrics = self._cell_facts(srv, m, w, size, p)
         usage = None
         lg: LoadgenResult | None = None
 

@@ -1,0 +1,113 @@
+"""The noisy workload's verdicts (part of the one aggregation): what bad clients on connections of
+their own cost a row's legitimate traffic. Each noise point is compared with its quiet twin (the same
+fixed open load in the same server start, without noise): the legitimate p99 over every due request
+and the successful rate as ratios of the twin's, and a verdict from the rules below. Medians over the
+repetitions on both sides; every output reads the result through GroupFigures.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+DOWN_RATE = 0.10  # served under 10 % of its quiet rate: the legitimate traffic is not being served
+STARVED_RATE = 0.90  # under 90 %: some of the fixed demand went unserved or failed
+SLOWED_P99 = 2.0  # the p99 at least doubled …
+SLOWED_MIN_US = 1_000.0  # … and grew by at least 1 ms (a 100 µs → 250 µs p99 is not a reader's "slowed")
+
+RULES: list[tuple[str, str]] = [
+    ("down", f"successful legitimate requests/s under {DOWN_RATE:.0%} of the quiet twin's: the bad clients took "
+             "the server away from the good ones"),
+    ("starved", f"under {STARVED_RATE:.0%} of the quiet twin's: part of the fixed demand went unserved, failed or "
+                "timed out"),
+    ("slowed", f"the rate held, but the p99 over every due request is at least {SLOWED_P99:g}× the twin's and "
+               f"{SLOWED_MIN_US / 1000:g} ms above it"),
+    ("unaffected", "neither: the noise cost the legitimate traffic nothing a reader would notice"),
+]
+INTRO = ("Each noise shape beside the same fixed legitimate load as the quiet twin, measured in the same server "
+         "start. Ratios are noise ÷ quiet (p99: higher is worse; rate: lower is worse); the verdict is the first "
+         "rule that applies:")
+VERDICTS = [v for v, _ in RULES]
+# How a row ended the noise connections (loadgen's counters): shown beside the verdicts.
+ENDED = ("closed", "reset", "timeout", "open_at_end")
+
+
+@dataclass(frozen=True)
+class NoiseEffect:
+    shape: str
+    twin: str
+    p99_ratio: float | None
+    rate_ratio: float | None
+    verdict: str | None  # None: the twin or the noise point has no result to compare
+
+
+def verdict(p99: float | None, rate: float | None, quiet_p99: float | None, quiet_rate: float | None) -> str | None:
+    """The first rule of RULES that applies (None without both sides' figures)."""
+    if rate is None or not quiet_rate:
+        return None
+    share = rate / quiet_rate
+    if share < DOWN_RATE:
+        return "down"
+    if share < STARVED_RATE:
+        return "starved"
+    if p99 is None or quiet_p99 is None:
+        return None
+    if p99 >= SLOWED_P99 * quiet_p99 and p99 - quiet_p99 >= SLOWED_MIN_US:
+        return "slowed"
+    return "unaffected"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def attach(groups: list[Any]) -> None:
+    """Set `noise_effect` on every noise group of one noisy workload (aggregate.Group, loosely typed:
+    aggregate imports this module), against its twin group of the same server."""
+    by_point = {(g.point, g.server): g for g in groups}
+    for g in groups:
+        shape, twin = shape_of(g), twin_of(g)
+        if shape is None or twin is None:
+            continue
+        q = by_point.get((twin, g.server))
+        p99, rate = g.latency["p99"] if g.throughput else None, g.rps.median if g.rps else None
+        qp99 = q.latency["p99"] if q is not None and q.throughput else None
+        qrate = q.rps.median if q is not None and q.rps else None
+        g.noise_effect = NoiseEffect(shape, twin, _ratio(p99, qp99), _ratio(rate, qrate),
+                                     verdict(p99, rate, qp99, qrate))
+
+
+def shape_of(g: Any) -> str | None:
+    return next((c.metrics.noise.get("shape") for c in g.ok if c.metrics.noise), None)
+
+
+def twin_of(g: Any) -> str | None:
+    return next((c.metrics.noise_twin for c in g.ok + g.bad if c.metrics.noise_twin), None)
+
+
+def counters(cells: list[Any]) -> dict[str, float | None]:
+    """Medians over the repetitions of what the noise did: connections held at the peak, answers by
+    class and how the server ended them (flat GroupFigures fields)."""
+    noise = [c.metrics.noise for c in cells if c.metrics.noise]
+
+    def med(get: Any) -> float | None:
+        vals = [float(v) for n in noise if (v := get(n)) is not None]
+        return statistics.median(vals) if vals else None
+    out: dict[str, float | None] = {
+        "noise_held_peak": med(lambda n: n.get("held_peak")),
+        "noise_opened": med(lambda n: n.get("opened")),
+        "noise_4xx": med(lambda n: (n.get("responses") or {}).get("4xx")),
+    }
+    for k in ENDED:
+        out[f"noise_{k}"] = med(lambda n, k=k: (n.get("ended") or {}).get(k))
+    return out
+
+
+def figures(g: Any) -> dict[str, Any]:
+    """The flat noisy figures of one group (empty values outside a noisy workload)."""
+    e: NoiseEffect | None = getattr(g, "noise_effect", None)
+    if e is None and shape_of(g) is None:
+        return {}
+    return {"noise_shape": e.shape if e else shape_of(g), "noise_twin": e.twin if e else twin_of(g),
+            "noise_p99_ratio": e.p99_ratio if e else None, "noise_rate_ratio": e.rate_ratio if e else None,
+            "noise_verdict": e.verdict if e else None, **counters(g.ok)}
