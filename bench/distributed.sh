@@ -42,23 +42,27 @@ trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
 responses() { python3 -c 'import json,sys; print(sum(json.load(open(f))["summary"]["responses"] for f in sys.argv[1:]))' "$@"; }
 # user+sys seconds, involuntary and voluntary context switches of every process timed
 usage() { awk '{u += $1 + $2; c += $3; w += $4} END {print u, c, w}' "$@"; }
-
-# one process with THREADS threads; prints "responses client_cpu_s involuntary voluntary"
+# one process with $1 threads; prints "responses client_cpu_s involuntary voluntary others_s"
 run_one() {
+    local b n u o
+    b=$(busy_ticks); n=$(nginx_ticks)
     /usr/bin/time -f "%U %S %c %w" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t "$1" -c "$CONNECTIONS" \
         -d "${DURATION}s" --quiet --json "$OUT/one.json" >/dev/null
-    echo "$(responses "$OUT/one.json") $(usage "$OUT/t0")"
+    u=$(usage "$OUT/t0"); o=$(others_s "$b" "$n" "${u%% *}")
+    echo "$(responses "$OUT/one.json") $u $o"
 }
 run_two() {
-    local at pids=()
+    local at pids=() b n u o
     at=$(python3 -c 'import time; print(f"{time.time() + 0.5:.6f}")')
+    b=$(busy_ticks); n=$(nginx_ticks)
     for i in 0 1; do
         /usr/bin/time -f "%U %S %c %w" -o "$OUT/t$i" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
             -d "${DURATION}s" --shard "$i/2" --start-at "$at" --quiet --json "$OUT/s$i.json" >/dev/null &
         pids+=($!)
     done
     wait "${pids[@]}"
-    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $(usage "$OUT/t0" "$OUT/t1")"
+    u=$(usage "$OUT/t0" "$OUT/t1"); o=$(others_s "$b" "$n" "${u%% *}")
+    echo "$(responses "$OUT/s0.json" "$OUT/s1.json") $u $o"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -74,7 +78,8 @@ for r in $(seq 1 "$ROUNDS"); do
             two) row=$(run_two) ;;
         esac
         echo "$c $row" >>"$OUT/rows"
-        line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" '{printf "  %s %.0f req/s %.2f µs/req", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0)}')
+        line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" \
+            '{printf "  %s %.0f req/s %.2f µs/req (others %.2f s)", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0), $5}')
     done
     echo "$line"
 done
@@ -82,24 +87,34 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DURATION" "$OUT/rows" <<'PY'
 import collections, statistics, sys
 d = float(sys.argv[1])
-rows = collections.defaultdict(list)
-for line in open(sys.argv[2]):
+QUIET = 0.05  # a round is quiet when other work took under 5 % of one CPU during each client
+rows = collections.defaultdict(list)  # client -> [(round, responses, cpu, involuntary, voluntary, others)]
+for k, line in enumerate(open(sys.argv[2])):
     c, *v = line.split()
-    if float(v[0]) > 0:
-        rows[c].append(tuple(map(float, v)))
-med = {}
-for c in ("one", "one-t2", "two"):
-    r = rows[c]
-    med[c] = statistics.median(cpu / n * 1e6 for n, cpu, _, _ in r)
-    print(f"{c:>6}: median {statistics.median(n / d for n, *_ in r):9.0f} req/s   client {med[c]:5.2f} µs/request   "
-          f"context switches per 1,000 requests: {statistics.median(i / n * 1e3 for n, _, i, _ in r):5.1f} involuntary, "
-          f"{statistics.median(w / n * 1e3 for n, _, _, w in r):5.1f} voluntary   ({len(r)} rounds)")
-print(f"ratio two shards / one process, one thread (old comparison; two loops time-share CPU 1): "
-      f"client cpu/request {med['two'] / med['one']:.3f}")
-print(f"ratio one process two threads / one thread (what time-sharing CPU 1 costs by itself): "
-      f"{med['one-t2'] / med['one']:.3f}")
-print(f"ratio two shards / one process, two threads (what shard mode costs): "
-      f"client cpu/request {med['two'] / med['one-t2']:.3f} (target <= 1.05)")
+    rows[c].append((k // 3, *map(float, v)))
+quiet = {r for r in range(len(rows["one"])) if all(x[0] != r or x[5] < QUIET * d for c in rows for x in rows[c])}
+
+def summary(label, keep):
+    med = {}
+    print(f"{label}:")
+    for c in ("one", "one-t2", "two"):
+        r = [x for x in rows[c] if keep(x[0]) and x[1] > 0]
+        if not r:
+            return print("  no such rounds")
+        med[c] = statistics.median(cpu / n * 1e6 for _, n, cpu, *_ in r)
+        print(f"  {c:>6}: median {statistics.median(n / d for _, n, *_ in r):9.0f} req/s   client {med[c]:5.2f} µs/request   "
+              f"per 1,000 requests {statistics.median(x[3] / x[1] * 1e3 for x in r):5.1f} involuntary, "
+              f"{statistics.median(x[4] / x[1] * 1e3 for x in r):5.1f} voluntary context switches   ({len(r)} rounds)")
+    print(f"  ratio two shards / one process, one thread (old comparison; two loops time-share CPU 1): "
+          f"client cpu/request {med['two'] / med['one']:.3f}")
+    print(f"  ratio one process, two threads / one thread (what time-sharing CPU 1 costs by itself): "
+          f"{med['one-t2'] / med['one']:.3f}")
+    print(f"  ratio two shards / one process, two threads (what shard mode costs): "
+          f"client cpu/request {med['two'] / med['one-t2']:.3f} (target <= 1.05)")
+
+summary("all rounds", lambda r: True)
+summary(f"quiet rounds {sorted(r + 1 for r in quiet)} (other work under {QUIET:.0%} of a CPU during each client)",
+        lambda r: r in quiet)
 PY
 
 HELD=${HELD:-30000}

@@ -3,6 +3,8 @@
 # with taskset, and stopped by PID when the calling script exits.
 #   nginx_start PORT CPU   -> sets NGINX_PID, NGINX_DIR
 #   nginx_stop
+#   busy_ticks; nginx_ticks; others_s BUSY_BEFORE NGINX_BEFORE CLIENT_CPU_S
+#     -> CPU seconds that other work took during a measurement (the machine is shared)
 
 nginx_start() {
     local port=$1 cpu=$2
@@ -55,4 +57,20 @@ nginx_stop() {
     NGINX_PID=
     [ -n "${NGINX_DIR:-}" ] && rm -rf "$NGINX_DIR"
     NGINX_DIR=
+}
+
+# CPU ticks busy on the whole machine (user nice system irq softirq), and nginx's (master, workers)
+busy_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+nginx_ticks() {
+    local p
+    for p in "$NGINX_PID" $(pgrep -P "$NGINX_PID"); do awk '{print $14 + $15}' "/proc/$p/stat"; done |
+        awk '{s += $1} END {print s + 0}'
+}
+
+# What else ran during a measurement: the machine's busy CPU seconds since BUSY_BEFORE less
+# nginx's since NGINX_BEFORE and the client's (tick resolution, ~0.01 s). Other engineers'
+# builds and tests on the same CPUs change the figures; this says when.
+others_s() {
+    awk -v b="$1" -v n="$2" -v c="$3" -v B="$(busy_ticks)" -v N="$(nginx_ticks)" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "%.2f", (B - b - (N - n)) / hz - c}'
 }

@@ -9,7 +9,10 @@
 # order rotates each round, so drift hits every client alike); medians.
 # Prints each round, then per scenario the median req/s and µs of client CPU
 # per request of each client, and the ratios uring/wrk, uring/epoll, epoll/wrk,
-# with the load average (figures from a busy machine are not comparable).
+# with the load average (figures from a busy machine are not comparable): over
+# every round, and again over the quiet rounds, those in which other work (the
+# machine's busy CPU less the client's and nginx's) took under 5 % of a CPU
+# during each client's run.
 # Env: DURATION (s, default 5), ROUNDS (5), CONNS ("50 400"), RATE (50000), PORT (a free one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +40,11 @@ served() { curl -s "${URL}nginx-status" | awk 'NR == 3 {print $3}'; }
 for _ in $(seq 1 50); do served >/dev/null 2>&1 && [ -n "$(served)" ] && break; sleep 0.1; done
 [ -n "$(served)" ] || { echo "nginx on port $PORT has no stub_status:" >&2; cat "$NGINX_DIR/logs/error.log" >&2; exit 1; }
 
-# one run: prints "requests_nginx_counted client_cpu_s"
+# one run: prints "requests_nginx_counted client_cpu_s others_cpu_s"
 run_one() {
-    local client=$1 scenario=$2 before after
+    local client=$1 scenario=$2 before after b n cpu o
     before=$(served)
+    b=$(busy_ticks); n=$(nginx_ticks)
     if [ "$client" = wrk ]; then
         /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 wrk -t1 -c"$scenario" -d"${DURATION}s" "$URL" >/dev/null
     else
@@ -49,9 +53,11 @@ run_one() {
         /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 "$LOADGEN" "$URL" --io "$client" -t 1 "${load[@]}" \
             -d "${DURATION}s" --quiet >/dev/null
     fi
+    cpu=$(awk '{print $1 + $2}' "$OUT/time")
+    o=$(others_s "$b" "$n" "$cpu")
     after=$(served)
     # the second status request is counted in `after`
-    echo "$((after - before - 1)) $(awk '{print $1 + $2}' "$OUT/time")"
+    echo "$((after - before - 1)) $cpu $o"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -65,8 +71,9 @@ for r in $(seq 1 "$ROUNDS"); do
         for j in $(seq 0 $((n - 1))); do
             c=${clients[$(( (j + r - 1) % n ))]}
             row=$(run_one "$c" "$s")
-            echo "$s $c $row" >>"$OUT/rows"
-            line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" '{printf "  %s %.0f req/s %.2f µs/req", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0)}')
+            echo "$r $s $c $row" >>"$OUT/rows"
+            line+=$(echo "$row" | awk -v d="$DURATION" -v c="$c" \
+                '{printf "  %s %.0f req/s %.2f µs/req (others %.2f s)", c, $1/d, ($1 > 0 ? $2/$1*1e6 : 0), $3}')
         done
         echo "$line"
     done
@@ -76,26 +83,37 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DURATION" "$OUT/rows" "$RATE" <<'PY'
 import collections, statistics, sys
 d, rate = float(sys.argv[1]), sys.argv[3]
-rows = collections.defaultdict(list)
+QUIET = 0.05  # a round is quiet when other work took under 5 % of one CPU during each client
+rows = collections.defaultdict(list)  # (scenario, client) -> [(round, requests, cpu)]
+noisy = set()  # (round, scenario)
 for line in open(sys.argv[2]):
-    s, c, req, cpu = line.split()
+    r, s, c, req, cpu, others = line.split()
+    if float(others) >= QUIET * d:
+        noisy.add((r, s))
     if int(req) > 0:
-        rows[s, c].append((int(req), float(cpu)))
+        rows[s, c].append((r, int(req), float(cpu)))
 scenarios = list(dict.fromkeys(s for s, _ in rows))
-for s in scenarios:
-    name = f"open load at {rate} req/s" if s == "open" else f"{s} connections"
-    print(f"\n{name} (medians of {len(rows[s, 'uring'])} rounds; client CPU per request nginx counted)")
+
+def report(s, keep, label):
     med = {}
     for c in ("uring", "epoll", "wrk"):
-        if (s, c) not in rows:
+        r = [x for x in rows.get((s, c), []) if keep(x[0])]
+        if not r:
             continue
-        r = rows[s, c]
-        med[c] = statistics.median(cpu / req * 1e6 for req, cpu in r)
-        label = "wrk" if c == "wrk" else f"loadgen --io {c}"
-        print(f"  {label:20s} {statistics.median(req / d for req, _ in r):9.0f} req/s   {med[c]:5.2f} µs/request")
-    if "wrk" not in med:
-        print("  wrk: no open load (wrk keeps a fixed number of connections busy)")
+        med[c] = statistics.median(cpu / req * 1e6 for _, req, cpu in r)
+        name = "wrk" if c == "wrk" else f"loadgen --io {c}"
+        print(f"  {name:20s} {statistics.median(req / d for _, req, _ in r):9.0f} req/s   {med[c]:5.2f} µs/request   ({len(r)} {label})")
     for a, b in (("uring", "wrk"), ("uring", "epoll"), ("epoll", "wrk")):
         if a in med and b in med:
             print(f"  ratio {a}/{b}: {med[a] / med[b]:.3f}")
+
+for s in scenarios:
+    name = f"open load at {rate} req/s" if s == "open" else f"{s} connections"
+    print(f"\n{name} (medians; client CPU per request nginx counted)")
+    report(s, lambda r: True, "rounds")
+    if "wrk" not in {c for t, c in rows if t == s}:
+        print("  wrk: no open load (wrk keeps a fixed number of connections busy)")
+    quiet = sorted({r for r, *_ in rows[s, "uring"]} - {r for r, t in noisy if t == s}, key=int)
+    print(f"  quiet rounds {quiet} (other work under {QUIET:.0%} of a CPU during each client):")
+    report(s, lambda r: r in quiet, "quiet rounds")
 PY
