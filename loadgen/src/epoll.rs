@@ -126,14 +126,7 @@ fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instan
     }
     if !net.conns[i].connected {
         let s = net.sock.socks[i].as_ref().expect("an open slot has a socket");
-        let state = match s.take_error() {
-            Ok(Some(_)) | Err(_) => Err(()),
-            Ok(None) => match s.peer_addr() {
-                Ok(_) => Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                Err(_) => Err(()),
-            },
-        };
+        let state = crate::net::connect_state(s);
         match state {
             Ok(false) => return,
             Err(()) => return net.fail(m, i, ErrorClass::Connect, now),

@@ -440,3 +440,18 @@ impl<'a, S: Sockets> Net<'a, S> {
         }
     }
 }
+
+
+/// Where a non-blocking connect stands once its socket reports an event:
+/// Ok(true) connected, Ok(false) still in progress (a spurious wake-up),
+/// Err(()) failed. Shared by the workers' epoll loop and the noise thread.
+pub(crate) fn connect_state(s: &mio::net::TcpStream) -> Result<bool, ()> {
+    match s.take_error() {
+        Ok(Some(_)) | Err(_) => Err(()),
+        Ok(None) => match s.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotConnected => Ok(false),
+            Err(_) => Err(()),
+        },
+    }
+}

@@ -95,17 +95,7 @@ fn a_server_that_resets_does_not_overrun_the_plan() {
         let mut b = [0u8; 64];
         let _ = s.read(&mut b);
         // SO_LINGER 0: close sends a reset
-        let l = libc::linger { l_onoff: 1, l_linger: 0 };
-        // SAFETY: setsockopt on our own socket with a live linger struct
-        unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&s),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                &l as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            )
-        };
+        reset_on_close(&s);
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Len");
     });
     assert_on_time(&sessions_ramp(&srv.url("/"), &[]), "resets");

@@ -148,17 +148,7 @@ fn ends_after_300ms(reset: bool) -> (TestServer, Log) {
     split_server(move |s, _log, _k| {
         std::thread::sleep(Duration::from_millis(300));
         if reset {
-            let l = libc::linger { l_onoff: 1, l_linger: 0 };
-            // SAFETY: setsockopt on our own socket with a live linger struct
-            unsafe {
-                libc::setsockopt(
-                    std::os::fd::AsRawFd::as_raw_fd(&s),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    &l as *const _ as *const libc::c_void,
-                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                )
-            };
+            reset_on_close(&s);
         }
         drop(s);
     })

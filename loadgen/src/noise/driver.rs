@@ -264,14 +264,7 @@ impl Driver<'_> {
             Phase::Down => return, // a stale event
             Phase::Connecting => {
                 let Some(s) = c.sock.as_ref() else { return };
-                let state = match s.take_error() {
-                    Ok(Some(_)) | Err(_) => Err(()),
-                    Ok(None) => match s.peer_addr() {
-                        Ok(_) => Ok(true),
-                        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                        Err(_) => Err(()),
-                    },
-                };
+                let state = crate::net::connect_state(s);
                 match state {
                     Ok(false) => return,
                     Err(()) => {

@@ -205,3 +205,18 @@ pub fn loadgen(args: &[&str]) -> Outcome {
         .unwrap_or_else(|e| panic!("loadgen JSON unreadable ({e}); stderr: {stderr}"));
     Outcome { json, wall, stderr, code: out.status.code().unwrap_or(-1) }
 }
+
+/// SO_LINGER 0 on a test server's socket: closing it sends a reset.
+pub fn reset_on_close(s: &TcpStream) {
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: setsockopt on our own socket with a live linger struct
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(s),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &l as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+}
