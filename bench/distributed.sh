@@ -56,7 +56,7 @@ usage() { awk '{u += $1 + $2; c += $3; w += $4} END {print u, c, w}' "$@"; }
 # one process with $1 threads; prints "responses client_cpu_s involuntary voluntary others_s"
 run_one() {
     local b n u o
-    b=$(busy_ticks); n=$(nginx_ticks)
+    b=$(busy_s); n=$(nginx_ticks)
     /usr/bin/time -f "%U %S %c %w" -o "$OUT/t0" taskset -c 1 "$LOADGEN" "$URL" -t "$1" -c "$CONNECTIONS" \
         -d "${DURATION}s" --quiet --json "$OUT/one.json" >/dev/null
     u=$(usage "$OUT/t0"); o=$(others_s "$b" "$n" "${u%% *}")
@@ -65,7 +65,7 @@ run_one() {
 run_two() {
     local at pids=() b n u o
     at=$(python3 -c 'import time; print(f"{time.time() + 0.5:.6f}")')
-    b=$(busy_ticks); n=$(nginx_ticks)
+    b=$(busy_s); n=$(nginx_ticks)
     for i in 0 1; do
         /usr/bin/time -f "%U %S %c %w" -o "$OUT/t$i" taskset -c 1 "$LOADGEN" "$URL" -t 1 -c "$CONNECTIONS" \
             -d "${DURATION}s" --shard "$i/2" --start-at "$at" --quiet --json "$OUT/s$i.json" >/dev/null &

@@ -3,7 +3,7 @@
 # with taskset, and stopped by PID when the calling script exits.
 #   nginx_start PORT CPU   -> sets NGINX_PID, NGINX_DIR
 #   nginx_stop
-#   busy_ticks; nginx_ticks; others_s BUSY_BEFORE NGINX_BEFORE CLIENT_CPU_S
+#   busy_s; nginx_ticks; others_s BUSY_BEFORE NGINX_BEFORE CLIENT_CPU_S
 #     -> CPU seconds that other work took during a measurement (the machine is shared)
 
 nginx_start() {
@@ -59,18 +59,23 @@ nginx_stop() {
     NGINX_DIR=
 }
 
-# CPU ticks busy on the whole machine (user nice system irq softirq), and nginx's (master, workers)
-busy_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# CPU seconds the machine has been busy: wall time on every CPU less idle and iowait (which the
+# kernel keeps exactly; the busy fields of /proc/stat are sampled at ticks, and a client woken
+# by timers can dodge them), and nginx's CPU ticks (master and workers)
+busy_s() {
+    awk -v n="$(getconf _NPROCESSORS_ONLN)" -v hz="$(getconf CLK_TCK)" -v t="$(date +%s.%N)" \
+        '/^cpu / {printf "%.3f", t * n - ($5 + $6) / hz; exit}' /proc/stat
+}
 nginx_ticks() {
     local p
     for p in "$NGINX_PID" $(pgrep -P "$NGINX_PID"); do awk '{print $14 + $15}' "/proc/$p/stat"; done |
         awk '{s += $1} END {print s + 0}'
 }
 
-# What else ran during a measurement: the machine's busy CPU seconds since BUSY_BEFORE less
-# nginx's since NGINX_BEFORE and the client's (tick resolution, ~0.01 s). Other engineers'
-# builds and tests on the same CPUs change the figures; this says when.
+# What else ran during a measurement (or the hypervisor took): the machine's busy CPU seconds
+# since BUSY_BEFORE less nginx's since NGINX_BEFORE and the client's (~0.01 s resolution).
+# Other engineers' builds and tests on the same CPUs change the figures; this says when.
 others_s() {
-    awk -v b="$1" -v n="$2" -v c="$3" -v B="$(busy_ticks)" -v N="$(nginx_ticks)" -v hz="$(getconf CLK_TCK)" \
-        'BEGIN {printf "%.2f", (B - b - (N - n)) / hz - c}'
+    awk -v b="$1" -v n="$2" -v c="$3" -v B="$(busy_s)" -v N="$(nginx_ticks)" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "%.2f", B - b - (N - n) / hz - c}'
 }

@@ -13,7 +13,8 @@
 # every round, and again over the quiet rounds, those in which other work (the
 # machine's busy CPU less the client's and nginx's) took under 10 % of a CPU
 # during each client's run.
-# Env: DURATION (s, default 5), ROUNDS (5), CONNS ("50 400"), RATE (50000), PORT (a free one).
+# Env: DURATION (s, default 5), ROUNDS (5), CONNS ("50 400"), RATE (50000), PORT (a free one),
+#      LOADGEN (loadgen/target/release/loadgen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
@@ -21,7 +22,7 @@ ROUNDS=${ROUNDS:-5}
 CONNS=${CONNS:-50 400}
 RATE=${RATE:-50000}
 PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-LOADGEN=loadgen/target/release/loadgen
+LOADGEN=${LOADGEN:-loadgen/target/release/loadgen}
 [ -x "$LOADGEN" ] || (cd loadgen && cargo build --release --locked -q)
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx not found: apt-get install nginx" >&2; exit 1; }
@@ -44,7 +45,7 @@ for _ in $(seq 1 50); do served >/dev/null 2>&1 && [ -n "$(served)" ] && break; 
 run_one() {
     local client=$1 scenario=$2 before after b n cpu o
     before=$(served)
-    b=$(busy_ticks); n=$(nginx_ticks)
+    b=$(busy_s); n=$(nginx_ticks)
     if [ "$client" = wrk ]; then
         /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c 1 wrk -t1 -c"$scenario" -d"${DURATION}s" "$URL" >/dev/null
     else
@@ -114,6 +115,6 @@ for s in scenarios:
     if "wrk" not in {c for t, c in rows if t == s}:
         print("  wrk: no open load (wrk keeps a fixed number of connections busy)")
     quiet = sorted({r for r, *_ in rows[s, "uring"]} - {r for r, t in noisy if t == s}, key=int)
-    print(f"  quiet rounds {quiet} (other work under {QUIET:.0%} of a CPU during each client):")
+    print(f"  quiet rounds {[int(r) for r in quiet]} (other work under {QUIET:.0%} of a CPU during each client):")
     report(s, lambda r: r in quiet, "quiet rounds")
 PY
