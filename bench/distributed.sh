@@ -18,17 +18,18 @@
 # the same way and costs about as much as two shards, so the first ratio is mostly that
 # time-sharing, not sharding; the second compares like with like.
 # Measures loadgen's shard mode itself: Dask's dispatch (harness side) is not in these figures.
-# Closing note (issue 29 item 4; 2026-11-25, 11 rounds of 3 s, load average 0.53 before, 1.69
-# after; other engineers' tests took 0.35-1.3 s of CPU during every run, so no round was quiet):
-# one 6.36, one-t2 7.08, two 6.97 µs/request; two/one 1.096, one-t2/one 1.113, two/one-t2 0.984.
-# Context switches per 1,000 requests: one 17 involuntary (0.5-1.4 when CPU 1 has no other
-# work) + 43 voluntary, one-t2 45 + 82, two 46 + 78. Seven runs that evening gave two/one
-# 0.92-1.18 and two/one-t2 0.97-1.02 (one run's only quiet round: 1.058). Where the extra goes:
-# not shard mode (a shard's request path is a plain process's with its share of connections; a
-# process costs ~6 ms of CPU outside its requests, start-up, --start-at sleep and JSON
-# included, 0.01 µs per request of a 5 s run), but two event loops on one CPU: involuntary
-# switches go from ~1 to ~45 per 1,000 requests (a loop's responses arrive while the other runs
-# and preempt it) and each turn finds fewer responses, so more blocking waits per request.
+# Closing note (issue 29 item 4; 2026-11-25 20:56 UTC, 9 rounds of 3 s, load average 0.72
+# before, 2.27 after; other engineers' builds and servers took 0.6-3.5 s of CPU during every
+# run, so no round was quiet): one 6.49, one-t2 7.08, two 7.15 µs/request; two/one 1.102,
+# one-t2/one 1.091, two/one-t2 1.010. Context switches per 1,000 requests: one 7.9 involuntary
+# (0.5-1.4 when CPU 1 has no other work) + 54.5 voluntary, one-t2 57.3 + 90.8, two 50.3 +
+# 80.5. Eight runs that evening gave two/one 0.92-1.18 and two/one-t2 0.97-1.02 (one run's
+# only quiet round: 1.058). Where the extra goes: not shard mode (a shard's request path is a
+# plain process's with its share of connections; a process costs ~6 ms of CPU outside its
+# requests, start-up, --start-at sleep and JSON included, 0.01 µs per request of a 5 s run),
+# but two event loops on one CPU: involuntary switches go from ~1 to ~50 per 1,000 requests
+# (a loop's responses arrive while the other runs and preempt it) and each turn finds fewer
+# responses, so more blocking waits per request.
 # Then HELD (30,000) keep-alive connections held through two shards, more than one process may
 # open here (the hard open-files limit is 20,000), as session users (one connection each, a
 # request every THINK) against an nginx with two workers on two ports (one destination has only
