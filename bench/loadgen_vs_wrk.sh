@@ -20,7 +20,7 @@
 # run, so no round was quiet): 50 connections uring 6.23, epoll 6.42, wrk 7.44 µs/request
 # (uring/wrk 0.837, uring/epoll 0.971); 400 connections 6.61, 7.64, 8.12 (0.815, 0.866); open
 # load at 50k req/s uring 12.92, epoll 12.64 (1.022). Earlier runs: uring/wrk 0.82-0.86 at 50.
-# The goal, uring <= 0.70x wrk at 50 connections, is missed by ~0.13x (~0.9 µs a request),
+# The goal, uring <= 0.70x wrk at 50 connections, is missed by ~0.14x (~1.0 µs a request),
 # and for a reason io_uring cannot remove: most of a request's client CPU is the loopback
 # TCP path, which every client pays. perf record (cpu-clock, 4 s, 50 connections) put
 # uring's 6.42 µs/request at 4.23 in TCP/IP, skbs and their memory (the request's send runs
