@@ -99,7 +99,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DURATION" "$OUT/rows" <<'PY'
 import collections, statistics, sys
 d = float(sys.argv[1])
-QUIET = 0.10  # a round is quiet when other work took under 10 % of one CPU during each client (an idle machine shows 2-5 %: kernel workers, softirqs on idle CPUs)
+QUIET = 0.10  # a round is quiet when other work took under 10 % of one CPU during each client (kernel workers and softirqs on idle CPUs count too)
 rows = collections.defaultdict(list)  # client -> [(round, responses, cpu, involuntary, voluntary, others)]
 for k, line in enumerate(open(sys.argv[2])):
     c, *v = line.split()

@@ -103,7 +103,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$DURATION" "$OUT/rows" "$RATE" <<'PY'
 import collections, statistics, sys
 d, rate = float(sys.argv[1]), sys.argv[3]
-QUIET = 0.10  # a round is quiet when other work took under 10 % of one CPU during each client (an idle machine shows 2-5 %: kernel workers, softirqs on idle CPUs)
+QUIET = 0.10  # a round is quiet when other work took under 10 % of one CPU during each client (kernel workers and softirqs on idle CPUs count too)
 rows = collections.defaultdict(list)  # (scenario, client) -> [(round, requests, cpu)]
 noisy = set()  # (round, scenario)
 for line in open(sys.argv[2]):
