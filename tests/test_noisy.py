@@ -79,17 +79,25 @@ def test_the_shipped_noisy_workload_has_every_shape_beside_one_quiet_twin() -> N
         assert {p.twin for p in size.points[1:]} == {"quiet"}
 
 
-@pytest.mark.parametrize("p99, rate, verdict", [
-    (1_000.0, 1_000.0, "unaffected"),
-    (2_500.0, 1_000.0, "slowed"),        # 2.5× and +1.5 ms
-    (300.0, 1_000.0, "unaffected"),      # 3× a 100 µs p99, but only +200 µs
-    (9_000_000.0, 850.0, "starved"),
-    (9_000_000.0, 50.0, "down"),
+@pytest.mark.parametrize("p99_ratio, rate_ratio, added_us, verdict", [
+    (1.0, 1.0, 0.0, "unaffected"),
+    (2.5, 1.0, 1_500.0, "slowed"),
+    (3.0, 1.0, 200.0, "unaffected"),  # 3× a 100 µs p99 is only +200 µs
+    (9_000.0, 0.85, 9e6, "starved"),
+    (9_000.0, 0.05, 9e6, "down"),
 ])
-def test_the_verdict_rules(p99: float, rate: float, verdict: str) -> None:
-    quiet_p99 = 100.0 if p99 == 300.0 else 1_000.0
-    assert noisy.verdict(p99, rate, quiet_p99, 1_000.0) == verdict
-    assert noisy.verdict(p99, None, quiet_p99, 1_000.0) is None
+def test_the_verdict_rules(p99_ratio: float, rate_ratio: float, added_us: float, verdict: str) -> None:
+    assert noisy.verdict(p99_ratio, rate_ratio, added_us) == verdict
+    assert noisy.verdict(p99_ratio, None, added_us) is None
+
+
+def test_each_repetition_is_paired_with_the_twin_of_its_own_start() -> None:
+    def cells(p99s: list[float]) -> list[CellRecord]:
+        return [CellRecord("s", "nz", "p", r + 1, "ok", metrics={"rps": 100.0, "p99_us": v}) for r, v in enumerate(p99s)]
+    # repetition 1 was disturbed on both sides: one vote, not the merged histogram's tail
+    p99_ratio, rate_ratio, added = noisy.paired(cells([60_000.0, 200.0, 440.0]), cells([3_000.0, 470.0, 270.0]))
+    assert p99_ratio == pytest.approx(440 / 270) and rate_ratio == 1.0 and added == pytest.approx(170.0)
+    assert noisy.verdict(p99_ratio, rate_ratio, added) == "unaffected"
 
 
 def _cell(server: str, point: str, rep: int, rps: float, p99: float, shape: str | None) -> CellRecord:

@@ -43,7 +43,7 @@ def rules() -> list[str]:
 
 
 def headers(wl: Any) -> list[str]:
-    return ["server", "model", "quiet p99", "quiet req/s"] + [f"{s}: p99 ×, rate × → verdict" for s in shapes(wl)]
+    return ["server", "model", "quiet p99 (median)", "quiet req/s"] + [f"{s}: p99 ×, rate × → verdict" for s in shapes(wl)]
 
 
 def _effect(g: Any | None) -> str:
@@ -71,10 +71,15 @@ def rows(wl: Any) -> list[list[str]]:
     for s in servers:
         q = quiet[s]
         model = next(g.model for pt in wl.points for g in pt.groups if g.server == s)
-        out.append([s, model, fmt_us(q.latency["p99"]) if q is not None and q.throughput else "—",
-                    fmt_num(q.rps.median) if q is not None and q.rps else "—"]
+        out.append([s, model, fmt_us(q.median("p99_us")) if q is not None and q.throughput else "—", _quiet_rate(q)]
                    + [_effect(by.get((s, shape))) for shape in shapes(wl)])
     return out
+
+
+def _quiet_rate(q: Any | None) -> str:
+    if q is None or not q.rps:
+        return "—"
+    return fmt_num(q.rps.median) + (f" ⚠ did not hold {fmt_num(q.target_rate)}" if q.held is False else "")
 
 
 def ended_headers(wl: Any) -> list[str]:

@@ -112,6 +112,7 @@ class GroupFigures(BaseModel):
     noise_p99_ratio: float | None = None
     noise_rate_ratio: float | None = None
     noise_verdict: str | None = None
+    noise_twin_held: bool | None = None  # False: the quiet twin itself did not hold the rate
     noise_held_peak: float | None = None
     noise_opened: float | None = None
     noise_4xx: float | None = None

@@ -21,12 +21,14 @@ RULES: list[tuple[str, str]] = [
     ("starved", f"under {STARVED_RATE:.0%} of the quiet twin's: part of the fixed demand went unserved, failed or "
                 "timed out"),
     ("slowed", f"the rate held, but the p99 over every due request is at least {SLOWED_P99:g}× the twin's and "
-               f"{SLOWED_MIN_US / 1000:g} ms above it"),
+               f"{SLOWED_MIN_US / 1000:g} ms above it (medians over the repetitions)"),
     ("unaffected", "neither: the noise cost the legitimate traffic nothing a reader would notice"),
 ]
 INTRO = ("Each noise shape beside the same fixed legitimate load as the quiet twin, measured in the same server "
-         "start. Ratios are noise ÷ quiet (p99: higher is worse; rate: lower is worse); the verdict is the first "
-         "rule that applies:")
+         "start. Ratios are noise ÷ quiet within each repetition (p99 over every due request: higher is worse; "
+         "successful rate: lower is worse), the median over the repetitions; the verdict is the first rule that "
+         "applies. A quiet twin that did not hold the offered rate is marked: its row is compared with a starved "
+         "baseline.")
 VERDICTS = [v for v, _ in RULES]
 # How a row ended the noise connections (loadgen's counters): shown beside the verdicts.
 ENDED = ("closed", "reset", "timeout", "open_at_end")
@@ -36,29 +38,47 @@ ENDED = ("closed", "reset", "timeout", "open_at_end")
 class NoiseEffect:
     shape: str
     twin: str
-    p99_ratio: float | None
-    rate_ratio: float | None
-    verdict: str | None  # None: the twin or the noise point has no result to compare
+    p99_ratio: float | None  # median over the repetitions of (noise p99 ÷ its start's quiet p99)
+    rate_ratio: float | None  # the same for the successful rate
+    verdict: str | None  # None: no repetition has both sides to compare
+    twin_held: bool | None  # the quiet twin itself held the offered rate (False: a starved baseline)
 
 
-def verdict(p99: float | None, rate: float | None, quiet_p99: float | None, quiet_rate: float | None) -> str | None:
-    """The first rule of RULES that applies (None without both sides' figures)."""
-    if rate is None or not quiet_rate:
+def verdict(p99_ratio: float | None, rate_ratio: float | None, p99_added_us: float | None) -> str | None:
+    """The first rule of RULES that applies (None without a rate ratio)."""
+    if rate_ratio is None:
         return None
-    share = rate / quiet_rate
-    if share < DOWN_RATE:
+    if rate_ratio < DOWN_RATE:
         return "down"
-    if share < STARVED_RATE:
+    if rate_ratio < STARVED_RATE:
         return "starved"
-    if p99 is None or quiet_p99 is None:
+    if p99_ratio is None or p99_added_us is None:
         return None
-    if p99 >= SLOWED_P99 * quiet_p99 and p99 - quiet_p99 >= SLOWED_MIN_US:
+    if p99_ratio >= SLOWED_P99 and p99_added_us >= SLOWED_MIN_US:
         return "slowed"
     return "unaffected"
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def paired(noise: list[Any], quiet: list[Any]) -> tuple[float | None, float | None, float | None]:
+    """(p99 ratio, rate ratio, p99 added in µs): medians over the repetitions, each noise cell against
+    the quiet twin of its own repetition (the same server start), so a repetition disturbed by something
+    else weighs one vote, not the merged histogram's tail."""
+    twin = {c.repetition: c.metrics for c in quiet}
+    p99s, rates, added = [], [], []
+    for c in noise:
+        q, m = twin.get(c.repetition), c.metrics
+        if q is None:
+            continue
+        if m.rps is not None and q.rps:
+            rates.append(m.rps / q.rps)
+        if m.p99_us is not None and q.p99_us:
+            p99s.append(m.p99_us / q.p99_us)
+            added.append(m.p99_us - q.p99_us)
+    return _median(p99s), _median(rates), _median(added)
 
 
 def attach(groups: list[Any]) -> None:
@@ -70,11 +90,9 @@ def attach(groups: list[Any]) -> None:
         if shape is None or twin is None:
             continue
         q = by_point.get((twin, g.server))
-        p99, rate = g.latency["p99"] if g.throughput else None, g.rps.median if g.rps else None
-        qp99 = q.latency["p99"] if q is not None and q.throughput else None
-        qrate = q.rps.median if q is not None and q.rps else None
-        g.noise_effect = NoiseEffect(shape, twin, _ratio(p99, qp99), _ratio(rate, qrate),
-                                     verdict(p99, rate, qp99, qrate))
+        p99_ratio, rate_ratio, added = paired(g.ok, q.ok if q is not None else [])
+        g.noise_effect = NoiseEffect(shape, twin, p99_ratio, rate_ratio, verdict(p99_ratio, rate_ratio, added),
+                                     q.held if q is not None else None)
 
 
 def shape_of(g: Any) -> str | None:
@@ -110,4 +128,5 @@ def figures(g: Any) -> dict[str, Any]:
         return {}
     return {"noise_shape": e.shape if e else shape_of(g), "noise_twin": e.twin if e else twin_of(g),
             "noise_p99_ratio": e.p99_ratio if e else None, "noise_rate_ratio": e.rate_ratio if e else None,
-            "noise_verdict": e.verdict if e else None, **counters(g.ok)}
+            "noise_verdict": e.verdict if e else None, "noise_twin_held": e.twin_held if e else None,
+            **counters(g.ok)}
