@@ -170,7 +170,10 @@ def test_slowloris_starves_a_bounded_server_and_not_an_event_loop(tmp_path: Path
     f = {(g.server, g.point): g.figures for g in results.groups}
     assert f[("bounded", "quiet")].rps_median == pytest.approx(100, rel=0.1), "the quiet twin is served"
     assert f[("bounded", "slowloris")].noise_verdict in ("starved", "down"), f[("bounded", "slowloris")]
-    assert f[("loop", "slowloris")].noise_verdict == "unaffected", f[("loop", "slowloris")]
+    # the claim: the event loop is not starved (a p99 "slowed" by another process on a busy
+    # machine is a timing, which belongs in bench/, not in this test)
+    loop = f[("loop", "slowloris")]
+    assert loop.noise_verdict in ("unaffected", "slowed") and loop.noise_rate_ratio >= noisy.STARVED_RATE, loop
     assert f[("loop", "slowloris")].noise_held_peak == 16
 
 
