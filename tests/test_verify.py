@@ -114,6 +114,9 @@ DEFECTS = [
     ("http10-silent-close", "http10"),
     ("http10-unannounced", "http10"),
     ("smuggle", "smuggling"),
+    ("host-required", "http10-no-host"),
+    ("close-case-sensitive", "connection-close-case"),
+    ("http10-exact-keepalive", "http10"),
 ]
 
 
@@ -138,6 +141,34 @@ def test_http10_keepalive_may_be_declined_when_announced(server: Callable[..., R
     srv = server(HTTP10_DECLINE="1")
     res = by_name(verify(srv.url, only=["http10"]))
     assert res["http10"].passed and "close announced" in res["http10"].detail, res["http10"]
+
+
+def test_http10_check_sends_abs_exact_request(server: Callable[..., Running]) -> None:
+    # MochiWeb's shape: a lower-case `keep-alive` is declined and announced, so only ab's own
+    # `Connection: Keep-Alive` shows the connection kept open without saying so (ab -k hangs on it).
+    res = by_name(verify(server("http10-exact-keepalive").url, only=["http10"]))["http10"]
+    assert not res.passed and "ab -k's request" in res.detail and "kept the connection open" in res.detail, res
+    ok = by_name(verify(server().url, only=["http10"]))["http10"]
+    assert ok.passed and ok.detail.endswith("ab -k's request → announced, 2 requests on 1 connection"), ok
+
+
+def test_close_spellings_each_named_and_other_checks_unaffected(server: Callable[..., Running]) -> None:
+    srv = server("close-case-sensitive")
+    res = by_name(verify(srv.url, only=["connection-close", "connection-close-case", "http10", "http10-no-host"]))
+    assert [n for n, r in res.items() if not r.passed] == ["connection-close-case"], res
+    assert "GET / with Connection: CLOSE" in res["connection-close-case"].detail
+    assert "still open after 2 s" in res["connection-close-case"].detail
+    ok = by_name(verify(server().url, only=["connection-close-case", "http10-no-host"]))
+    assert all(r.passed for r in ok.values()), ok
+    assert "'connection: CLOSE'" in ok["connection-close-case"].detail
+
+
+def test_new_checks_are_deviations_not_gates() -> None:
+    from serverbench.verify.kinds import admission
+    a = admission([{"name": "connection-close-case", "passed": False, "detail": "x"},
+                   {"name": "http10-no-host", "passed": False, "detail": "y"}])
+    assert a.admitted and not a.features and [f.check for f in a.deviations] == ["connection-close-case",
+                                                                                 "http10-no-host"]
 
 
 def test_unrelated_checks_pass_without_keepalive(server: Callable[..., Running]) -> None:

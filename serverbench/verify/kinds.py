@@ -34,6 +34,10 @@ KINDS: dict[str, CheckKind] = {
     "http10": CheckKind("feature", feature="http10"),
     "pipeline": CheckKind("feature", feature="pipelining"),
     "bad-request": CheckKind("robustness"),
+    # Input no workload or cross-check tool sends: they all write `Connection: close` in that case,
+    # and ab sends Host with HTTP/1.0. A failure is a deviation from RFC 9110/9112, shown, not gated.
+    "connection-close-case": CheckKind("robustness"),
+    "http10-no-host": CheckKind("robustness"),
     "smuggling": CheckKind("robustness", security=True),
 }
 

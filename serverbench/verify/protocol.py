@@ -181,49 +181,76 @@ def check_keepalive(ctx: Ctx) -> str:
     return f"{n} sequential requests answered on 1 connection"
 
 
-def check_connection_close(ctx: Ctx) -> str:
+def _closes_after(ctx: Ctx, raw: bytes, what: str) -> str:
+    """Send `raw` on a fresh connection; a 200 `Hello, World!`, then the server's close within 2 s.
+    Returns how long the close took."""
     conn = ctx.conn()
     try:
         try:
-            conn.send(ctx.req("GET", "/", [("Connection", "close")]))
+            conn.send(raw)
             resp = conn.read_response()
         except HTTPCheckError as e:
-            raise CheckFailed(f"GET / with Connection: close: {e}") from e
-        expect(resp, "GET / with Connection: close", 200, None, HELLO)
+            raise CheckFailed(f"{what}: {e}") from e
+        expect(resp, what, 200, None, HELLO)
         t0 = time.monotonic()
         closed, extra = conn.wait_closed(2.0)
         if extra:
-            raise CheckFailed(f"GET / with Connection: close: {len(extra)} extra bytes after the response: {show(extra)}")
+            raise CheckFailed(f"{what}: {len(extra)} extra bytes after the response: {show(extra)}")
         if not closed:
-            raise CheckFailed("GET / with Connection: close: expected the server to close after the response, "
-                              "still open after 2 s")
-        return f"response, then closed after {(time.monotonic() - t0) * 1000:.0f} ms"
+            raise CheckFailed(f"{what}: expected the server to close after the response, still open after 2 s")
+        return f"closed after {(time.monotonic() - t0) * 1000:.0f} ms"
     finally:
         conn.close()
 
 
-def check_http10(ctx: Ctx) -> str:
+def check_connection_close(ctx: Ctx) -> str:
+    return "response, then " + _closes_after(ctx, ctx.req("GET", "/", [("Connection", "close")]),
+                                             "GET / with Connection: close")
+
+
+# Header names and the `close` token are case-insensitive (RFC 9110 §5.1, §7.6.1); every client the
+# harness drives writes `Connection: close`, so another spelling is input no workload sends.
+CLOSE_SPELLINGS = (("Connection", "CLOSE"), ("connection", "CLOSE"), ("CONNECTION", "Close"))
+
+
+def check_close_case(ctx: Ctx) -> str:
+    for name, token in CLOSE_SPELLINGS:
+        _closes_after(ctx, ctx.req("GET", "/", [(name, token)]), f"GET / with {name}: {token}")
+    return "response, then closed, for " + ", ".join(f"'{n}: {t}'" for n, t in CLOSE_SPELLINGS)
+
+
+def check_http10_no_host(ctx: Ctx) -> str:
+    # Host is required from HTTP/1.1 on (RFC 9112 §3.2); an HTTP/1.0 request without it is valid.
+    what = "HTTP/1.0 GET / without Host"
     conn = ctx.conn()
     try:
         try:
-            conn.send(ctx.req("GET", "/", version="HTTP/1.0"))
+            conn.send(b"GET / HTTP/1.0\r\n\r\n")
             resp = conn.read_response()
         except HTTPCheckError as e:
-            raise CheckFailed(f"HTTP/1.0 GET /: {e}") from e
-        expect(resp, "HTTP/1.0 GET /", 200, None, HELLO)
-        closed, extra = conn.wait_closed(2.0)
-        if extra:
-            raise CheckFailed(f"HTTP/1.0 GET /: {len(extra)} extra bytes after the response: {show(extra)}")
-        if not closed:
-            raise CheckFailed("HTTP/1.0 GET / without keep-alive: expected the server to close, still open after 2 s")
+            raise CheckFailed(f"{what}: {e}") from e
+        expect(resp, what, 200, None, HELLO)
     finally:
         conn.close()
+    return f"{what} → 200"
+
+
+def ab_request(ctx: Ctx) -> bytes:
+    """ApacheBench 2.3's request with -k, byte for byte (ab speaks HTTP/1.0 only). Its `Keep-Alive`
+    is capitalised: MochiWeb, for one, keeps a connection for exactly that spelling and no other."""
+    return (f"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: {ctx.host}:{ctx.port}\r\n"
+            "User-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n").encode("latin-1")
+
+
+def _http10_keepalive(ctx: Ctx, raw: bytes, label: str) -> str:
+    """Two HTTP/1.0 keep-alive requests `raw` on one connection: kept and announced, or declined
+    (no keep-alive announced, or close) and then closed. Returns which, in words."""
     conn = ctx.conn()
     try:
         for i in (1, 2):
-            what = f"HTTP/1.0 GET / with Connection: keep-alive, request {i} of 2"
+            what = f"HTTP/1.0 GET / with {label}, request {i} of 2"
             try:
-                conn.send(ctx.req("GET", "/", [("Connection", "keep-alive")], version="HTTP/1.0"))
+                conn.send(raw)
                 resp = conn.read_response()
             except PeerClosed as e:
                 raise CheckFailed(f"{what}: the server closed the connection ({e})") from e
@@ -244,12 +271,18 @@ def check_http10(ctx: Ctx) -> str:
                     raise CheckFailed(f"{what}: the response {said}, but the server "
                                       + ("sent more bytes" if extra else "kept the connection open for 2 s"))
                 how = "close announced" if "close" in resp.connection_tokens else "no keep-alive announced"
-                return (f"1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → {how}, then closed "
-                        "(HTTP/1.0 persistence declined)")
+                return f"{how}, then closed (persistence declined)"
     finally:
         conn.close()
-    return ("1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → announced, 2 requests on "
-            "1 connection")
+    return "announced, 2 requests on 1 connection"
+
+
+def check_http10(ctx: Ctx) -> str:
+    _closes_after(ctx, ctx.req("GET", "/", version="HTTP/1.0"), "HTTP/1.0 GET / without keep-alive")
+    lower = _http10_keepalive(ctx, ctx.req("GET", "/", [("Connection", "keep-alive")], version="HTTP/1.0"),
+                              "Connection: keep-alive")
+    ab = _http10_keepalive(ctx, ab_request(ctx), "ab -k's request (Connection: Keep-Alive)")
+    return f"1.0 without keep-alive → closed; 1.0 with Connection: keep-alive → {lower}; ab -k's request → {ab}"
 
 
 def _json_or_none(b: bytes) -> Any:

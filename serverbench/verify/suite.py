@@ -12,7 +12,9 @@ from .. import paths
 from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
 from .endpoints import check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root, check_tenth
 from .httpcheck import HTTPCheckError
-from .protocol import check_bad_request, check_connection_close, check_date, check_http10, check_idle_connections, check_keepalive, check_method, check_not_found, check_pipeline, check_split
+from .protocol import (check_bad_request, check_close_case, check_connection_close, check_date, check_http10,
+                       check_http10_no_host, check_idle_connections, check_keepalive, check_method, check_not_found,
+                       check_pipeline, check_split)
 from .smuggling import check_smuggling
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
@@ -30,7 +32,9 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "smuggling": check_smuggling,
     "keepalive": check_keepalive,
     "connection-close": check_connection_close,
+    "connection-close-case": check_close_case,
     "http10": check_http10,
+    "http10-no-host": check_http10_no_host,
     "pipeline": check_pipeline,
     "split": check_split,
     "idle-connections": check_idle_connections,
