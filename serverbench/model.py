@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .fairness import Fairness
+
 LOADGEN_SCHEMA = "loadgen/1"
 REBUILD = "rebuild loadgen (`make loadgen`)"
 
@@ -258,6 +260,11 @@ class CellMetrics(BaseModel):
     noise: dict[str, Any] | None = Field(None, description="loadgen's noise counters: shape, connections, opened, "
                                          "held_peak, held_at_end, bytes, responses by class, how each ended")
     noise_twin: str | None = Field(None, description="the label of this noise point's quiet twin")
+    fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
+                                      "throughput point whose client-bound block this cell helps order")
+    # closed load and sessions: requests completed per connection slot (fairness.py)
+    fairness: Fairness | None = Field(None, description="loadgen's per-slot figures: slots, served, Jain's index, "
+                                      "longest wait, slots that waited beyond the timeout, slots served per second")
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
     server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
     ready_timeout_s: float | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -355,6 +355,12 @@ RANKED_BY: dict[str, tuple[str, str]] = {
               "server did not share a CPU with the load generator is the most of the machine a row could use "
               "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
               "table ranks by requests/s at that count"),
+    # not a workload's kind: the fixed-rate step that orders a throughput point's client-bound block
+    # (run/fixed_rate.py) stores its cells as a point of this kind beside the point it orders
+    "efficiency": ("server CPU per successful request at one common fixed rate, p99 beside it",
+                   "the rows it orders each served more than the load generator could ask on this machine, so "
+                   "their requests/s is the client's figure; at one rate every row holds, what a request costs "
+                   "the server tells them apart, and 1 ÷ that cost projects each one's capacity"),
     "noisy": ("the legitimate traffic's p99 over every due request, then its successful rate, then server CPU "
               "per legitimate request",
               "the legitimate demand is fixed and the same for every row, as in fixed-load; what differs is what "
@@ -389,7 +395,7 @@ class Workload(BaseModel):
         elif self.quick is None or self.full is None:
             raise ValueError("needs both [quick] and [full] sizes (or an includes list)")
         elif self.kind is None:
-            raise ValueError(f"needs kind = one of {', '.join(RANKED_BY)} (what it is ranked by)")
+            raise ValueError(f"needs kind = one of {', '.join(get_args(Kind))} (what it is ranked by)")
         elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
             raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
         elif self.kind == "noisy":

@@ -4,13 +4,16 @@ Counts and error classes add; the latency histograms (HdrHistogram V2, one fixed
 in every loadgen process) add exactly, and the summary percentiles are read from the sums;
 timelines add second by second, each second's percentiles from its merged `hist`. Every shard
 starts its measured window at the same planned instant (`--start-at`), so second t of one shard
-is second t of the others. The start skew is the spread of the shards' actual starts.
+is second t of the others. The start skew is the spread of the shards' actual starts. Fairness
+(per-slot counts) merges by fairness.merge: each shard held slots of its own.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
+
+from .. import fairness
 
 # Start skew above this is a warning stored with the cell: the shards' windows did not line up.
 SKEW_WARN_MS = 5.0
@@ -123,6 +126,8 @@ def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
         "timeline": merge_timelines([r.get("timeline") or [] for r in reports]),
         **({"noise": merge_noise([r["noise"] for r in reports if r.get("noise")])}
            if any(r.get("noise") for r in reports) else {}),
+        **({"fairness": fairness.merge(r["fairness"] for r in reports if r.get("fairness"))}
+           if any(r.get("fairness") for r in reports) else {}),
     }
 
 

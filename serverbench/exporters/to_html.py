@@ -20,7 +20,7 @@ from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from . import models_section, noisy_section
 from ..results import ranking
-from .to_markdown import errors_cell, interval_cell, rate_cell
+from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
 from ..run import split
@@ -70,10 +70,19 @@ def throughput_table(pt: PointData, capacity: bool) -> str:
         t = g.throughput
         rows.append([str(g.place), _srv(g), esc(g.model), esc(rate_cell(g)), esc(interval_cell(g)), fmt_num(t.min),
                      fmt_num(t.max), f"{t.cv:.1%}" if t.n > 1 else "—", esc(errors_cell(g)),
-                     f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
+                     esc(served_cell(g)), f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
     what = "capacity req/s" if capacity else "successful req/s"
     return table(["#", "server", "model", f"{what} median", "interval (coverage)", "min", "max", "CV", "errors",
-                  "reps"], rows, numeric_from=3)
+                  "connections served", "reps"], rows, numeric_from=3)
+
+
+def efficiency_table(pt: PointData) -> str:
+    """The fixed-rate step's point: server CPU per request at one common rate, p99 and the projection."""
+    rows = [[str(g.place), _srv(g), esc(g.model), fmt_num(g.cpu_us_per_request, 2), esc(interval_cell(g)),
+             fmt_us(g.latency["p99"]), esc(rate_cell(g)), esc(errors_cell(g)), esc(projected_cell(g))]
+            for g in pt.measured]
+    return table(["#", "server", "model", "server CPU µs/request", "interval (coverage)", "p99 (all due)",
+                  "successful req/s", "errors", "projected capacity"], rows, numeric_from=3)
 
 
 def fixed_load_table(pt: PointData) -> str:
@@ -221,7 +230,13 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
     what = f"{wl.name} {pt.label}"
     if wl.kind not in overtime_section.KINDS:  # those print it above their own table
         page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
-    if wl.kind in ranking.FIXED_DEMAND:
+    if pt.kind == ranking.EFFICIENCY:
+        page.chart(cpu_per_request_chart(groups, f"{what}: server CPU per successful request at one fixed rate "
+                                         "(ranked; lower is better)"), efficiency_table(pt),
+                   "The rows the load generator could not out-run, measured again at one common offered rate every "
+                   "row holds: ranked by what a request costs the server; the projected capacity is 1 ÷ that cost "
+                   "(a projection, not a measurement).")
+    elif wl.kind in ranking.FIXED_DEMAND:
         page.chart(p99_chart(pt, f"{what}: p99 over every due request (ranked; lower is better)"),
                    fixed_load_table(pt), "Timed-out and unanswered requests count at their age; rows that did not "
                    "hold the rate or had more than 1 % errors rank after the others.")

@@ -14,8 +14,9 @@ from ..cost import table as cost
 from ..results import ranking
 from ..run import split
 
-COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors", "p50",
-           "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
+COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors",
+           "connections served", "p50", "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)",
+           "memory (peak RSS MiB)"]
 FIXED_LOAD_COLUMNS = ["place", "server", "language", "model", "p99 (all due)", "interval", "p99 (answered only)",
                       "timeouts", "CPU µs/request", "requests/s (successful, median)", "errors",
                       "memory (peak RSS MiB)"]
@@ -23,8 +24,28 @@ CAPACITY_COLUMNS = ["place", "server", "language", "model", "capacity req/s (med
                     "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)", "memory (peak RSS MiB)"]
 
 
+EFFICIENCY_COLUMNS = ["place", "server", "language", "model", "server CPU µs/request", "interval", "p99 (all due)",
+                      "requests/s (successful, median)", "errors", "projected capacity (1 ÷ CPU per request)"]
+
+
 def columns(kind: str) -> list[str]:
-    return {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS}.get(kind, COLUMNS)
+    return {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS,
+            ranking.EFFICIENCY: EFFICIENCY_COLUMNS}.get(kind, COLUMNS)
+
+
+def served_cell(g: Group) -> str:
+    """Connections that completed a request of those held (median repetition), Jain's index, unfair."""
+    f = g.figures
+    if f.slots is None:
+        return "—"
+    jain = f", Jain {f.jain:.2f}" if f.jain is not None else ""
+    return f"{f.slots_served:,} of {f.slots:,}{jain}" + (" — unfair" if f.unfair else "")
+
+
+def projected_cell(g: Group) -> str:
+    """1 ÷ server CPU per request: what one server CPU could answer, a projection, not a measurement."""
+    p = g.figures.projected_rps
+    return f"~{p:,.0f} req/s per CPU (projected)" if p else "—"
 
 
 def errors_cell(g: Group) -> str:
@@ -54,7 +75,8 @@ def interval_cell(g: Group) -> str:
     st = ranking.figure_stats(g, g.kind)
     if st is None or st.n < 2:
         return "—"
-    fmt = fmt_us if g.kind in ranking.P99_KINDS else fmt_num
+    fmt = (fmt_us if g.kind in ranking.P99_KINDS else (lambda v: fmt_num(v, 2)) if g.kind == ranking.EFFICIENCY
+           else fmt_num)
     tie = " (tied with #1)" if g.tied_with_leader and g.kind in ranking.P99_KINDS else ""
     return f"{fmt(st.ci_low)}–{fmt(st.ci_high)} ({st.ci_level:.0%}){tie}"
 
@@ -66,8 +88,14 @@ def _row(g: Group, kind: str) -> list[str]:
     if kind in ranking.FIXED_DEMAND:
         return head + [fmt_us(g.latency["p99"]), interval_cell(g), fmt_us(g.answered_p99_us), f"{g.timeouts:,}",
                        cpu_req, rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
-    return head + [rate_cell(g), interval_cell(g), errors_cell(g), fmt_us(g.latency["p50"]), fmt_us(g.latency["p99"]),
-                   cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
+    if kind == ranking.EFFICIENCY:
+        return head + [fmt_num(g.cpu_us_per_request, 2), interval_cell(g), fmt_us(g.latency["p99"]), rate_cell(g),
+                       errors_cell(g), projected_cell(g)]
+    if kind == "capacity":
+        return head + [rate_cell(g), interval_cell(g), errors_cell(g), fmt_us(g.latency["p50"]),
+                       fmt_us(g.latency["p99"]), cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
+    return head + [rate_cell(g), interval_cell(g), errors_cell(g), served_cell(g), fmt_us(g.latency["p50"]),
+                   fmt_us(g.latency["p99"]), cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
 
 
 def cost_of_ownership(results: RunResults) -> list[str]:
@@ -218,14 +246,14 @@ def render(run: Any, results: RunResults) -> bytes:
             if wl.kind in overtime_section.KINDS:
                 lines += _over_time(wl, pt) + _not_run(pt)
                 continue
-            cols = columns(wl.kind)
+            cols = columns(pt.kind)
             lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
             for g in pt.groups:
                 if g.throughput is None:
                     status = g.bad[0].status if g.bad else "no data"
                     row = ["—", g.server, g.language, g.model, status] + ["—"] * (len(cols) - 5)
                 else:
-                    row = _row(g, wl.kind)
+                    row = _row(g, pt.kind)
                 if verdict_section.has_deviations(results, g.server):
                     row[1] += f" [^{verdict_section.anchor(g.server)}]"
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
@@ -240,4 +268,5 @@ def render(run: Any, results: RunResults) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-__all__ = ["render", "COLUMNS", "FIXED_LOAD_COLUMNS", "CAPACITY_COLUMNS", "columns"]
+__all__ = ["render", "COLUMNS", "FIXED_LOAD_COLUMNS", "CAPACITY_COLUMNS", "EFFICIENCY_COLUMNS", "columns",
+           "served_cell", "projected_cell"]

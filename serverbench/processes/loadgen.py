@@ -233,4 +233,5 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
         "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
         "noise": (r.model_extra or {}).get("noise"),
+        "fairness": (r.model_extra or {}).get("fairness"),
     }

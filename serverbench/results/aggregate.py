@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
 
+from .. import fairness
 from ..run import warmup
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
@@ -208,6 +209,24 @@ class Group:
     def cpu_us_per_request(self) -> float | None:
         return self._per_request("cpu_user_s", "cpu_sys_s", scale=1e6)
 
+    @cached_property
+    def cpu_per_request_stats(self) -> Stats | None:
+        """The repetitions' server CPU µs per successful request (what efficiency points rank by)."""
+        vals = [1e6 * (c.metrics.cpu_user_s + c.metrics.cpu_sys_s) / c.metrics.ok for c in self.ok
+                if c.metrics.ok and _num(c.metrics.cpu_user_s) and _num(c.metrics.cpu_sys_s)]
+        return summarize(vals) if vals else None
+
+    # -- fairness: every connection served (fairness.py) ---------------------------------------
+    @cached_property
+    def unfair(self) -> bool:
+        """More than 5 % of the connections waited beyond the timeout in the median repetition."""
+        return fairness.unfair(self.ok)
+
+    def served_text(self) -> str:
+        """"served 64 of 400 connections" (medians over the repetitions)."""
+        f = fairness.figures(self.ok)
+        return fairness.served_text(f.get("slots", 0), f.get("slots_served", 0)) if f else "was not judged for fairness"
+
     @property
     def rss_per_connection_bytes(self) -> float | None:
         conns = self.connections or self.median("max_connections")
@@ -286,6 +305,9 @@ class PointData:
     label: str
     groups: list[Group]  # ranked (ranking.rank_key): best first, servers without results last
     kind: str = "throughput"
+    # a throughput point whose client-bound block the fixed-rate step measured (run/fixed_rate.py):
+    # that step's point, whose order the glance reads
+    efficiency: "PointData | None" = None
 
     @property
     def measured(self) -> list[Group]:
@@ -293,7 +315,7 @@ class PointData:
 
     @property
     def glance(self) -> ranking.Glance:
-        return ranking.glance(self.groups, self.kind)
+        return ranking.glance(self.groups, self.kind, self.efficiency.groups if self.efficiency else None)
 
 
 @dataclass
@@ -404,24 +426,43 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         for g in groups:
             g.kind = kind
         labels = sorted({g.point for g in groups}, key=point_key)
-        points = []
-        for lbl in labels:
-            at_point = [g for g in groups if g.point == lbl]
-            for f in cpu_outliers.judge(at_point):
-                by_key[(name, lbl, f.server)].cpu_findings.append(f)
-            ranked, places = ranking.order(at_point, kind)
-            block = ranking.client_block(ranked, kind)
-            for g, place in zip(ranked, places):
-                g.place = place
-                g.client_bound_group = g in block
-                g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
-            points.append(PointData(lbl, ranked, kind))
+        points = [_point(lbl, [g for g in groups if g.point == lbl], kind, by_key) for lbl in labels]
+        _link_efficiency(points)
         if kind == "noisy":
             noisy.attach(groups)
         wl = catalog.get(name)
         out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
                                 _p99_limit_us(name, groups, catalog), kind))
     return RunResults(run_id, out, tools=tools)
+
+
+def _point(label: str, at_point: list[Group], kind: str, by_key: dict[tuple[str, str, str], Group]) -> PointData:
+    """One point's groups ranked; the fixed-rate step's cells (metrics.fixed_rate_of) form a point of
+    kind efficiency."""
+    if any(c.metrics.fixed_rate_of for g in at_point for c in g.ok + g.bad):
+        kind = ranking.EFFICIENCY
+    for g in at_point:
+        g.kind = kind
+    for f in cpu_outliers.judge(at_point):
+        by_key[(at_point[0].workload, label, f.server)].cpu_findings.append(f)
+    ranked, places = ranking.order(at_point, kind)
+    block = ranking.client_block(ranked, kind)
+    for g, place in zip(ranked, places):
+        g.place = place
+        g.client_bound_group = g in block
+        g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
+    return PointData(label, ranked, kind)
+
+
+def _link_efficiency(points: list[PointData]) -> None:
+    """Attach each fixed-rate point to the point whose client-bound block it orders."""
+    by_label = {p.label: p for p in points}
+    for p in points:
+        if p.kind != ranking.EFFICIENCY:
+            continue
+        of = next((c.metrics.fixed_rate_of for g in p.groups for c in g.ok + g.bad if c.metrics.fixed_rate_of), None)
+        if of in by_label:
+            by_label[of].efficiency = p
 
 
 def load(store: Any, run_id: int) -> tuple[Any, RunResults]:

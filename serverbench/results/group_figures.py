@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .. import fairness
 from ..overtime import figures as overtime
 from ..run import cores, warmup
 from . import noisy, ranking
@@ -85,6 +86,15 @@ class GroupFigures(BaseModel):
     bound: int | None = None
     missed_sends: int = 0
     unanswered: int = 0
+    # fairness (fairness.py): medians over the repetitions of closed loads' per-connection figures
+    slots: int | None = None  # connections (sessions: users) the load held
+    slots_served: int | None = None  # … that completed at least one request
+    jain: float | None = None  # Jain's index over the slots' completed requests (1 = even)
+    longest_wait_ms: float | None = None  # the longest any slot went without a completion
+    min_served_share: float | None = None  # the lowest share of slots served within one second
+    unfair: bool = False  # > 5 % of the slots waited beyond the timeout: ranked after the fair rows
+    # efficiency points (the fixed-rate step): 1 ÷ server CPU per request, a projection, not a measurement
+    projected_rps: float | None = None
     # over time (overtime.py): the overload verdict across repetitions; medians of the cells' figures
     verdict: str | None = None
     verdict_reason: str | None = None
@@ -156,6 +166,8 @@ def flat_figures(g: Any) -> GroupFigures:
         rss_mean_mib=rss_mean / 2**20 if rss_mean is not None else None,
         threads_peak=g.median("threads_peak"), client_cpu_percent=g.median("client_cpu_percent"),
         client_saturated=g.client_saturated, connections=g.connections, bound=g.bound,
-        missed_sends=g.total("missed_sends"), unanswered=g.total("unanswered"),
+        missed_sends=g.total("missed_sends"), unanswered=g.total("unanswered"), **fairness.figures(g.ok),
+        projected_rps=(1e6 / g.cpu_us_per_request if g.kind == ranking.EFFICIENCY and g.cpu_us_per_request
+                       else None),
         **overtime.figures(g.ok), **cores.figures(g.ok), **warmup.figures(g.ok), **g.interval, **noisy.figures(g),
         warnings=[x.text for x in g.warnings])

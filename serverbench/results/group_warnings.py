@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .. import fairness
 from ..cluster.shards import SKEW_WARN_MS
 from ..overtime import figures as overtime
 from ..run import cores, warmup
@@ -18,7 +19,7 @@ from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
 class Warning:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
+    kind: str  # noisy | outlier | unfair | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -61,6 +62,11 @@ def judge(g: Any) -> list[Warning]:
           and any(c.metrics.capacity_client_bound for c in g.ok)):
         add("client-bound", "warning", "capacity is a lower bound — the load generator was "
                                        "saturated at the step that failed")
+    if g.unfair:
+        f = fairness.figures(g.ok)
+        add("unfair", "error", f"unfair — {fairness.served_text(f['slots'], f['slots_served'])}; more than "
+                               f"{fairness.UNFAIR_SHARE:.0%} of them waited longer than the request timeout (the longest "
+                               f"{f['longest_wait_ms'] / 1000:.1f} s): ranked after the fair rows")
     bound, conns = g.bound, g.connections
     if bound and conns and bound < conns:
         add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")

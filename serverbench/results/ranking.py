@@ -1,6 +1,10 @@
 """How a point's groups are ordered, and the one-line verdict "at a glance" gives, by workload kind.
 
 - throughput / sweep: successful requests/s, clean cells before degraded ones (> 1 % errors);
+- every kind: unfair rows (more than 5 % of their connections left waiting beyond the timeout,
+  fairness.py) after the fair ones, and never in a tie or the client-bound block;
+- efficiency (the fixed-rate step that orders a client-bound block, run/fixed_rate.py): rates held
+  first, then server CPU per successful request; the block's verdict reads this point's;
 - fixed-load and noisy (the legitimate traffic): rates held before rates not held, clean before degraded, then p99 over every due
   request, then timeouts, then server CPU per successful request — never requests/s;
 - capacity: the highest rate that held the p99 limit;
@@ -33,6 +37,7 @@ class Group(Protocol):
     latency: dict[str, float | None]
     held: bool | None
     degraded: bool
+    unfair: bool
     timeouts: int
     cpu_us_per_request: float | None
     client_saturated: bool
@@ -40,6 +45,11 @@ class Group(Protocol):
     not_steady: bool
 
     def stat(self, key: str) -> Stats | None: ...
+
+    def served_text(self) -> str: ...
+
+    @property
+    def cpu_per_request_stats(self) -> Stats | None: ...
 
 INF = float("inf")
 # Kinds whose demand is fixed (every healthy row answers the same requests/s): ranked by the p99 over
@@ -52,8 +62,8 @@ def rank_key(g: Group, kind: str) -> tuple:
     """Sort key: smaller is better; groups without a result last."""
     t = g.throughput
     if t is None:
-        return (1, 0, 0, 0.0, 0.0, 0.0, g.server)
-    return (0, g.not_steady, *_measured_key(g, t, kind))
+        return (1, 0, 0, 0, 0, 0.0, 0.0, 0.0, g.server)
+    return (0, g.unfair, g.not_steady, *_measured_key(g, t, kind))
 
 
 def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
@@ -61,6 +71,10 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
         cpu = g.cpu_us_per_request
         return (g.held is False, g.degraded, g.latency["p99"] if g.latency["p99"] is not None else INF,
                 g.timeouts, cpu if cpu is not None else INF, g.server)
+    if kind == EFFICIENCY:
+        cpu = g.cpu_us_per_request
+        return (g.held is False, g.degraded, cpu if cpu is not None else INF,
+                g.latency["p99"] if g.latency["p99"] is not None else INF, 0.0, g.server)
     if kind == "capacity" or kind == "overload":
         return (0, 0, -t.median, 0.0, 0.0, g.server)
     if kind == "soak":
@@ -71,6 +85,7 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
 
 
 CLIENT_BOUND_KINDS = ("throughput", "sweep", "cores")
+EFFICIENCY = "efficiency"
 
 
 def client_block(groups: list[Group], kind: str) -> list[Group]:
@@ -79,7 +94,7 @@ def client_block(groups: list[Group], kind: str) -> list[Group]:
     if kind not in CLIENT_BOUND_KINDS:
         return []
     block = [g for g in groups if g.throughput is not None and g.mostly_client_bound and not g.degraded
-             and not g.not_steady]
+             and not g.not_steady and not g.unfair]
     return block if len(block) >= 2 else []
 
 
@@ -105,19 +120,26 @@ def order(groups: list[Group], kind: str) -> tuple[list[Group], list[int | None]
 
 
 def figure_stats(g: Group, kind: str) -> Stats | None:
-    """The figure a point's rows are told apart by: p99 for fixed-load and soak, else throughput."""
+    """The figure a point's rows are told apart by: p99 for fixed-load and soak, CPU per request for
+    efficiency, else throughput."""
+    if kind == EFFICIENCY:
+        return g.cpu_per_request_stats
     return _p99_stats(g, kind) if kind in P99_KINDS else g.throughput
+
+
+def _lower_is_better(kind: str) -> bool:
+    return kind in P99_KINDS or kind == EFFICIENCY
 
 
 def tied(first: Group, other: Group, kind: str) -> bool:
     """Whether `other` is within the repetitions' noise of `first` (same held/degraded/steady class)."""
-    if (first.held, first.degraded, first.not_steady) != (other.held, other.degraded, other.not_steady) \
-            and kind != "overload":
+    if (first.held, first.degraded, first.not_steady, first.unfair) != \
+            (other.held, other.degraded, other.not_steady, other.unfair) and kind != "overload":
         return False
     a, b = figure_stats(other, kind), figure_stats(first, kind)
     if a is None or b is None or min(a.n, b.n) < 2:
         return False
-    return judge(a, b, higher_is_better=kind not in P99_KINDS)[2] not in (IMPROVEMENT, REGRESSION)
+    return judge(a, b, higher_is_better=not _lower_is_better(kind))[2] not in (IMPROVEMENT, REGRESSION)
 
 
 def rank_metric(kind: str) -> tuple[str, str]:
@@ -138,9 +160,10 @@ class Glance:
     decided: bool  # True when the leader is ahead beyond noise
 
 
-def glance(groups: list[Group], kind: str) -> Glance:
+def glance(groups: list[Group], kind: str, efficiency: list[Group] | None = None) -> Glance:
     """The verdict for one point's ranked groups: a leader beyond noise, the rows tied with the
-    first, a client-bound block, or why nothing can be judged."""
+    first, a client-bound block (ordered by `efficiency`, the fixed-rate step's ranked groups, when
+    it ran), or why nothing can be judged."""
     metric, why = rank_metric(kind)
     measured = [g for g in groups if g.throughput is not None]
     if not measured:
@@ -151,27 +174,20 @@ def glance(groups: list[Group], kind: str) -> Glance:
     block = client_block(measured, kind)
     if block and first in block:
         floor = min(g.throughput.median for g in block if g.throughput is not None)
-        return Glance(metric, why, first, f"no order at the top: {_names([g.server for g in block])} each served at "
-                                          f"least {floor:,.0f} req/s, limited by the load generator on this machine",
-                      False)
+        head = (f"{_names([g.server for g in block])} each served at least {floor:,.0f} req/s, limited by the "
+                "load generator on this machine")
+        ordered = _block_order(block, efficiency or [])
+        if ordered is None:
+            return Glance(metric, why, first, f"no order at the top: {head}", False)
+        return Glance(metric, why, first, f"{head}; {ordered[0]}", ordered[1])
     second = measured[1]
-    if kind in P99_KINDS:
-        if (first.held, first.degraded) != (second.held, second.degraded):
-            reason = "held the rate" if first.held and not second.held else "answered without errors"
-            return Glance(metric, why, first, f"{first.server} first: it {reason} and {second.server} did not", True)
-        a, b = _p99_stats(second, kind), _p99_stats(first, kind)
-        if a is None or b is None:
-            return Glance(metric, why, first, "no latency figures to judge by", False)
-        lead = (f"worst 1-s p99 {b.median:,.0f} µs vs {a.median:,.0f} µs" if kind == "soak" else
-                f"p99 {first.latency['p99'] or 0:,.0f} µs vs {second.latency['p99'] or 0:,.0f} µs")
-    else:
-        if kind not in ("capacity", "overload") and (first.degraded, first.not_steady) != \
-                (second.degraded, second.not_steady):
-            why_not = "had more than 1 % errors" if second.degraded else "was not steady"
-            return Glance(metric, why, first, f"{first.server} first: {second.server} {why_not}", True)
-        a, b = second.throughput, first.throughput
-        assert a is not None and b is not None
-        lead = f"{b.median / a.median:.2f}× {second.server}" if a.median else "ahead"
+    split = _class_split(first, second, kind)
+    if split is not None:
+        return Glance(metric, why, first, split, True)
+    a, b = figure_stats(second, kind), figure_stats(first, kind)
+    if a is None or b is None:
+        return Glance(metric, why, first, "no latency figures to judge by", False)
+    lead = _lead_text(first, second, a, b, kind)
     if min(a.n, b.n) < 2:
         return Glance(metric, why, first, f"{first.server} first ({lead}); 1 repetition: not judged against "
                                           "noise — run with --repeat 3", False)
@@ -182,8 +198,63 @@ def glance(groups: list[Group], kind: str) -> Glance:
                                       f"(their intervals overlap; {lead})", False)
 
 
+def _class_split(first: Group, second: Group, kind: str) -> str | None:
+    """The verdict when the first two rows differ in class (fair, held, clean, steady), else None."""
+    if first.unfair != second.unfair:
+        return f"{first.server} first: {second.server} {second.served_text()}"
+    if kind in P99_KINDS or kind == EFFICIENCY:
+        if (first.held, first.degraded) != (second.held, second.degraded):
+            reason = "held the rate" if first.held and not second.held else "answered without errors"
+            return f"{first.server} first: it {reason} and {second.server} did not"
+        return None
+    if kind not in ("capacity", "overload") and (first.degraded, first.not_steady) != \
+            (second.degraded, second.not_steady):
+        why_not = "had more than 1 % errors" if second.degraded else "was not steady"
+        return f"{first.server} first: {second.server} {why_not}"
+    return None
+
+
+def _lead_text(first: Group, second: Group, a: Stats, b: Stats, kind: str) -> str:
+    """How far the first row is ahead of the second, in the point's own figure."""
+    if kind == "soak":
+        return f"worst 1-s p99 {b.median:,.0f} µs vs {a.median:,.0f} µs"
+    if kind in P99_KINDS:
+        return f"p99 {first.latency['p99'] or 0:,.0f} µs vs {second.latency['p99'] or 0:,.0f} µs"
+    if kind == EFFICIENCY:
+        return f"{b.median:.2f} µs vs {a.median:.2f} µs of server CPU per request"
+    return f"{b.median / a.median:.2f}× {second.server}" if a.median else "ahead"
+
+
+def _block_order(block: list[Group], efficiency: list[Group]) -> tuple[str, bool] | None:
+    """(the client-bound block's order by the fixed-rate step, whether its first row leads beyond the
+    noise of that figure); None when the step did not measure at least two of the block's rows."""
+    names = {g.server for g in block}
+    rows = [g for g in efficiency if g.server in names and g.cpu_us_per_request is not None]
+    if len(rows) < 2:
+        return None
+    rate = rows[0].target_rate or 0.0
+    parts = []
+    for g in rows:
+        held = "" if g.held is not False else " (did not hold the rate)"
+        p99 = g.latency["p99"]
+        parts.append(f"{g.server} {g.cpu_us_per_request:.2f}{' µs' if not parts else ''}"
+                     + (f" (p99 {p99:,.0f} µs)" if p99 is not None else "") + held)
+    text = f"at {rate:,.0f} req/s each row used, of server CPU per request: " + ", ".join(parts)
+    first, second = rows[0], rows[1]
+    split = _class_split(first, second, EFFICIENCY)
+    a, b = first.cpu_per_request_stats, second.cpu_per_request_stats
+    if split is not None:
+        return f"{text} — {split}", True
+    if a is None or b is None or min(a.n, b.n) < 2:
+        return f"{text} — 1 repetition: not judged against noise", False
+    ties = [g.server for g in rows[1:] if tied(first, g, EFFICIENCY)]
+    if not ties:
+        return f"{text} — {first.server} leads beyond that figure's noise", True
+    return f"{text} — {_names([first.server, *ties])} are tied within that figure's noise", False
+
+
 def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-__all__ = ["rank_key", "rank_metric", "glance", "Glance", "order", "client_block", "tied", "figure_stats"]
+__all__ = ["EFFICIENCY", "rank_key", "rank_metric", "glance", "Glance", "order", "client_block", "tied", "figure_stats"]
