@@ -40,10 +40,10 @@ get("/", Req) ->
     text(Req, 200, "Hello, World!");
 get("/json", Req) ->
     Json = mochijson2:encode({struct, [{<<"message">>, <<"Hello, World!">>}]}),
-    mochiweb_request:respond({200, [{"Content-Type", "application/json"}], Json}, Req);
+    respond(Req, {200, [{"Content-Type", "application/json"}], Json});
 get("/file", Req) ->
     {ok, Bytes} = sb_contract:read_hello(),
-    mochiweb_request:respond({200, [{"Content-Type", "text/html"}], Bytes}, Req);
+    respond(Req, {200, [{"Content-Type", "text/html"}], Bytes});
 get("/delay", Req) ->
     case sb_contract:delay_params(mochiweb_request:parse_qs(Req)) of
         bad -> text(Req, 400, "Bad Request");
@@ -89,10 +89,26 @@ echo_body(Req, Max) ->
     try mochiweb_request:recv_body(Max, Req) of
         Body ->
             Body1 = case Body of undefined -> <<>>; _ -> Body end,
-            mochiweb_request:respond({200, [{"Content-Type", "application/octet-stream"}], Body1}, Req)
+            respond(Req, {200, [{"Content-Type", "application/octet-stream"}], Body1})
     catch
         exit:{body_too_large, _} -> text(Req, 413, "Content Too Large")
     end.
 
 text(Req, Code, Body) ->
-    mochiweb_request:respond({Code, [{"Content-Type", ?TEXT}], Body}, Req).
+    respond(Req, {Code, [{"Content-Type", ?TEXT}], Body}).
+
+%% MochiWeb keeps an HTTP/1.0 connection open when the request says exactly
+%% "Connection: Keep-Alive" (ab -k's spelling; any other spelling is answered with
+%% "Connection: close" and closed), but does not say so in the response: it adds only
+%% "Connection: close" (mochiweb_request:format_response_header/2 upstream). An
+%% HTTP/1.0 client then reads the response as "the server will close" and waits for
+%% a close that never comes: ab -k -n 2000 -c 10 never finished. So the response
+%% announces the keep-alive MochiWeb has decided on (RFC 9112 §9.3).
+respond(Req, {Code, Headers, Body}) ->
+    KeptAlive = mochiweb_request:get(version, Req) =:= {1, 0}
+        andalso not mochiweb_request:should_close(Req),
+    Headers1 = case KeptAlive of
+                   true -> [{"Connection", "Keep-Alive"} | Headers];
+                   false -> Headers
+               end,
+    mochiweb_request:respond({Code, Headers1, Body}, Req).
