@@ -9,6 +9,7 @@ install.py      apt/npm installs of what a row needs (root only)
 build.py        build commands, cached by folder hash, with logs
 left_out.py     rows the published benchmarks compared that are not measured here, and why
 bundle.py       the harness, loadgen and built rows as one archive for a bench machine
+wheels.py       the harness's Python packages as wheels for the bench machine's Python (no index there)
 
 May import: paths, model. Hands out manifests, workloads and built rows to every later stage.
 """
