@@ -12,14 +12,16 @@
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
-    %% Yaws insists on a log directory (report.log); nothing per request goes there.
-    LogDir = filename:join(os:getenv("TMPDIR", "/tmp"), "serverbench-erlang-yaws"),
-    ok = filelib:ensure_path(LogDir),
+    %% Yaws wants a log directory, but with its three logs off it writes nothing there:
+    %% access_log (one line per request; SPEC: no per-request logging) and auth_log (a
+    %% <servername>:<port>.auth file per start, a new one for every port) are per-server
+    %% flags, copy_error_log (report.log) a global one; errors still reach the console.
+    LogDir = os:getenv("TMPDIR", "/tmp"),
     Server = [{servername, "localhost"}, {listen, Ip}, {port, Port},
               {appmods, [{"/", ?MODULE}]},
-              {flags, [{access_log, false}]},   % SPEC: no per-request logging
+              {flags, [{access_log, false}, {auth_log, false}]},
               {partial_post_size, nolimit}],    % hand out/1 the whole body (10 KiB by default)
-    Global = [{logdir, LogDir}, {max_connections, nolimit}],
+    Global = [{logdir, LogDir}, {flags, [{copy_error_log, false}]}, {max_connections, nolimit}],
     sb_contract:start(?NAME, "Yaws embedded, an appmod, a process per connection",
                       fun() -> started(yaws:start_embedded(".", Server, Global, ?NAME)) end).
 
@@ -29,6 +31,27 @@ started(Other) -> {error, Other}.
 
 %% The appmod: every request on every path comes here.
 out(A) ->
+    close_if_asked(A, route(A)).
+
+%% Yaws closes a connection after the response only when the request's Connection
+%% value is exactly "close" (yaws:dcc/2 compares the string), so "Connection: CLOSE"
+%% or "Connection: Close" kept the connection open until the client gave up. The
+%% token is case-insensitive (RFC 9110 §7.6.1): where Yaws missed it, out/1 asks for
+%% the close with {header, {connection, "close"}}, Yaws's documented reply for it.
+close_if_asked(_, {get_more, _, _} = More) -> More;   % the body is still coming
+close_if_asked(A, Reply) ->
+    case (A#arg.headers)#headers.connection of
+        undefined -> Reply;
+        "close" -> Reply;   % Yaws closes by itself
+        Value ->
+            Tokens = [string:trim(T) || T <- string:split(string:lowercase(Value), ",", all)],
+            case lists:member("close", Tokens) of
+                true -> Reply ++ [{header, {connection, "close"}}];
+                false -> Reply
+            end
+    end.
+
+route(A) ->
     Req = A#arg.req,
     case {A#arg.server_path, Req#http_request.method} of
         {"/echo", 'POST'} -> echo(A);
