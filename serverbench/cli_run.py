@@ -29,12 +29,15 @@ def _finish(store: Any, result: Any) -> None:
 
 
 def _measure(store: Any, opts: Any, **kw: Any) -> Any:
-    """run_matrix with the console view; a run that fails is reported in one line, exit 1."""
+    """run_matrix with the console view; a run that fails is reported in one line, exit 1. Client-bound
+    blocks the plan leaves are ordered by the fixed-rate step (run/fixed_rate.py) with the
+    aggregation's own rule for what a block is."""
     from .run_view import RunView
     from .run.runner import run_matrix
+    from .results.aggregate import client_bound_blocks
     view = RunView(console)
     try:
-        result = run_matrix(store, opts, on_event=view, **kw)
+        result = run_matrix(store, opts, on_event=view, order_blocks=client_bound_blocks, **kw)
     except KeyboardInterrupt:
         raise
     except Exception as e:

@@ -129,3 +129,43 @@ def test_the_fixed_rate_step_orders_the_client_bound_block_by_cpu_per_request(tm
 def test_the_fixed_rate_step_names_no_leader_within_its_noise(tmp_path: Path) -> None:
     pt = _with_fixed_rate(tmp_path, {"c-epoll": [4.0, 4.6, 3.8], "rust-tokio": [4.2, 3.9, 4.5]})
     assert "are tied within that figure's noise" in pt.glance.verdict and not pt.glance.decided
+
+
+def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+    import runfix
+    from serverbench.catalog import manifests as catalog, workloads as wl
+    from serverbench.model import RunOptions
+    from serverbench.run import fixed_rate, runner
+    from test_ranking import THROUGHPUT
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.5")
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "tp.toml").write_text(THROUGHPUT)
+    cat = catalog.load_catalog(runfix.SERVERS)
+    store = Store(tmp_path / "r.db")
+    cpus = sorted(os.sched_getaffinity(0))
+    opts = RunOptions(servers=["py-ok"], workloads=["tp"], repeat=2, allow_unverified=True,
+                      server_cpus=[cpus[0]], client_cpus=[cpus[-1]])
+    asked: list[int] = []
+
+    def finder(cells: list[CellRecord]) -> list[fixed_rate.FixedRatePlan]:
+        asked.append(len(cells))  # the step reads the plan's stored cells
+        return [fixed_rate.FixedRatePlan("tp", "c=2", ("py-ok",), 500.0)]
+    kw = dict(manifests=[cat.servers["py-ok"]], workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={},
+              order_blocks=finder)
+    res = runner.run_matrix(store, opts, **kw)
+    fixed = [c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of]
+    assert asked == [2]
+    assert sorted(c.repetition for c in fixed) == [1, 2]
+    assert {c.point for c in fixed} == {"c=2 at a fixed rate"} and all(c.status == "ok" for c in fixed)
+    assert all(c.metrics.target_rate == 500.0 and c.metrics.fixed_rate_of == "c=2" for c in fixed)
+    assert all(c.loadgen.config.get("mode") == "open" for c in fixed)
+    # a resumed run measures nothing twice
+    store.reopen_run(res.run_id)
+    again = runner.run_matrix(store, opts, resume=res.run_id, **kw)
+    assert len([c for c in store.cells(again.run_id) if c.metrics.fixed_rate_of]) == 2

@@ -19,6 +19,7 @@ from hdrh.histogram import HdrHistogram
 
 from .. import fairness
 from ..run import warmup
+from ..run.fixed_rate import FIXED_RATE_SHARE, FixedRatePlan
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
@@ -349,7 +350,8 @@ class WorkloadData:
 
     @property
     def is_sweep(self) -> bool:
-        return len(self.points) > 1
+        """Several points of the workload's own (the fixed-rate step's point is not one)."""
+        return len([p for p in self.points if p.kind != ranking.EFFICIENCY]) > 1
 
     @property
     def warnings(self) -> list[Warning]:
@@ -465,6 +467,21 @@ def _link_efficiency(points: list[PointData]) -> None:
             by_label[of].efficiency = p
 
 
+def client_bound_blocks(cells: list[CellRecord]) -> list[FixedRatePlan]:
+    """The fixed-rate step's plan (run/fixed_rate.py), by this aggregation's own rules: every
+    throughput point whose ranking has a client-bound block, its rows, and one common rate,
+    FIXED_RATE_SHARE of the block's lowest median."""
+    out = []
+    for wl in collect(0, cells, {}).workloads:
+        for pt in wl.points:
+            block = ranking.client_block(pt.groups, pt.kind) if pt.kind == "throughput" else []
+            if block:
+                floor = min(g.throughput.median for g in block if g.throughput is not None)
+                out.append(FixedRatePlan(wl.name, pt.label, tuple(sorted(g.server for g in block)),
+                                         float(round(FIXED_RATE_SHARE * floor))))
+    return out
+
+
 def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     """(run row, its aggregated results) from the store."""
     from ..run.fingerprint import normalize
@@ -478,5 +495,5 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     return run, results
 
 
-__all__ = ["Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
+__all__ = ["client_bound_blocks", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
            "merge_histograms", "hist_percentiles", "point_key", "PCTS"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import build, manifests as catalog, doctor
-from . import cores, split, warmup
+from . import cores, fixed_rate, split, warmup
 from ..processes import memlimit, supervisor
 from ..overtime import overload, soak, timeline
 from .. import paths
@@ -336,7 +336,7 @@ class Runner:
             # the points that take the run's server CPUs share one start; a cores point gets its own
             shared = [p for p in todo if p.server_cores is None]
             if shared:
-                self._run_start(rep, m, w, size, shared, None, self.log_dir / f"{m.id}.{w.name}.r{rep}.log")
+                self.run_start(rep, m, w, size, shared, None, self.log_dir / f"{m.id}.{w.name}.r{rep}.log")
             for p in todo:
                 if p.server_cores is not None:
                     self._run_cores_point(rep, m, w, size, p)
@@ -353,7 +353,7 @@ class Runner:
             return
         cpus = online[:k]
         tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", p.label)
-        self._run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
+        self.run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
                         {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": self.cpu_overlap(cpus)})
 
     def cpu_overlap(self, server_cpus: list[int]) -> bool:
@@ -363,7 +363,7 @@ class Runner:
             return False
         return bool(set(server_cpus) & set(self.opts.client_cpus or []))
 
-    def _run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
+    def run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
                    log_path: Path, extra: dict[str, Any] | None = None) -> None:
         """One server start (on `cpus`, None = the run's server CPUs) and its points, each cell recorded
         with `extra` metrics; a start that fails records them all failed."""
@@ -524,13 +524,16 @@ class Runner:
 
 def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = None,
                workloads: list[Workload] | None = None, resume: int | None = None,
-               on_event: Listener = ignore, fingerprint: dict | None = None) -> MatrixResult:
+               on_event: Listener = ignore, fingerprint: dict | None = None,
+               order_blocks: fixed_rate.BlockFinder | None = None) -> MatrixResult:
     """Run (or resume) a matrix and store every cell, reporting progress through `on_event`.
 
     With `resume`, the stored run's options are used and its 'ok' cells are skipped.
     The run ends 'finished' only when the plan completed; Ctrl-C (KeyboardInterrupt) abandons
     the cell in flight and ends it 'interrupted'; any other exception ends it 'failed' with the
-    error stored, then propagates. Cells already stored are kept in every case; servers are
+    error stored, then propagates. `order_blocks` (the aggregation's rule, handed in by the CLI) names
+    the client-bound blocks the plan left; each is measured again at one fixed rate (fixed_rate.py).
+    Cells already stored are kept in every case; servers are
     stopped by the supervisor's context manager."""
     if resume is not None:
         opts = RunOptions.from_dict(store.run(resume).options)
@@ -560,6 +563,8 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
                             runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
         runner.run(plan)
+        if order_blocks is not None:
+            fixed_rate.run_step(runner, order_blocks(store.cells(run_id)))
     return result[0]
 
 

@@ -1,0 +1,90 @@
+"""The fixed-rate step: an order inside a client-bound block that does not depend on the client.
+
+On a 1:1 split the load generator costs about what the best servers cost per request (both are mostly
+the kernel's loopback path), so several rows of a throughput point saturate the client and their
+requests/s is the client's figure: the report groups them as one block ("limited by the load
+generator"). After the plan, each such block (two or more clean, fair, steady rows that saturated the
+client in most repetitions; results/ranking.client_block decides, read from the stored cells) is
+measured again at ONE common offered rate below the client's ceiling: `FIXED_RATE_SHARE` of the lowest
+member's median, the same for every member, open load on the point's own path with its connections as
+the pool, each start warmed to a steady rate as usual. Its cells are a point of kind `efficiency`
+(labelled "<point> at a fixed rate", `fixed_rate_of` = the point's label), ranked by server CPU per
+successful request; the block's verdict reads that order (HttpArena ranks efficiency the same way:
+a fixed rate, server CPU per request).
+
+The step runs inside the run (resumable like every cell: stored cells are skipped), so `make bench`
+and `serverbench run` give the same answer. Which rows form a block is the aggregation's rule, so the
+CLI hands the runner a `BlockFinder` (results/aggregate.client_bound_blocks); run/ imports nothing
+from results/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from ..catalog.workloads import Point
+from ..model import CellRecord
+from .events import CellStarted
+
+if TYPE_CHECKING:  # the runner calls this module; only its type is needed here
+    from .runner import Runner
+
+# 80 % of the block's lowest rate: below the client's ceiling with room for its noise (the block's
+# members differ by a few % at most), high enough that the servers work near their measured rate.
+FIXED_RATE_SHARE = 0.8
+SUFFIX = " at a fixed rate"
+
+
+@dataclass(frozen=True)
+class FixedRatePlan:
+    """One client-bound block to order: its point, its rows, and the common rate (req/s)."""
+
+    workload: str
+    point: str
+    servers: tuple[str, ...]
+    rate: float
+
+
+BlockFinder = Callable[[list[CellRecord]], list[FixedRatePlan]]
+
+
+def label(point_label: str) -> str:
+    return f"{point_label}{SUFFIX}"
+
+
+def fixed_point(p: Point, rate: float) -> Point:
+    """`p`'s request as an open load at `rate`, its connections the pool, its duration and timeout."""
+    return Point(label=label(p.label), mode="open", path=p.path, method=p.method, headers=p.headers, body=p.body,
+                 rate=float(round(rate)), max_connections=p.connections, keepalive=p.keepalive,
+                 duration=p.duration, requests=None, timeout=p.timeout, threads=p.threads)
+
+
+def run_step(runner: "Runner", plans: list[FixedRatePlan]) -> None:
+    """Measure every plan's rows at its rate, each repetition a fresh start, repetitions outermost and
+    every other one in reverse order (as the matrix does); cells already stored are skipped."""
+    if not plans:
+        return
+    workloads = {w.name: w for w in runner.workloads}
+    manifests = {m.id: m for m in runner.manifests}
+    for rep in range(1, runner.opts.repeat + 1):
+        for plan in plans:
+            w = workloads.get(plan.workload)
+            if w is None:
+                continue
+            size = runner.size(w)
+            base = next((p for p in size.points if p.label == plan.point), None)
+            if base is None or base.mode != "closed":
+                continue
+            fp = fixed_point(base, plan.rate)
+            rows = plan.servers if rep % 2 else plan.servers[::-1]
+            for sid in rows:
+                m = manifests.get(sid)
+                if m is None or (sid, w.name, fp.label, rep) in runner.done:
+                    continue
+                runner.emit(CellStarted(f"{sid} · {w.name} · {fp.label} ({plan.rate:,.0f} req/s, ordering the "
+                                        f"client-bound block of {plan.point}) · r{rep}"))
+                log = runner.log_dir / f"{sid}.{w.name}.fixed-rate.r{rep}.log"
+                runner.run_start(rep, m, w, size, [fp], None, log, {"fixed_rate_of": plan.point})
+
+
+__all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "BlockFinder", "label", "fixed_point", "run_step"]
