@@ -237,7 +237,7 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
                                         "peak RSS (MiB)"))
     servers = list(dict.fromkeys(g.server for g in wl.groups if g.ok))
     for s in servers:
-        series = [(pt, g) for pt in wl.points for g in pt.groups if g.server == s and g.throughput is not None]
+        series = [(pt, g) for pt in wl.load_points for g in pt.groups if g.server == s and g.throughput is not None]
         xs = [_x_of(pt, g) for pt, g in series]
         model = series[0][1].model if series else ""
         common = {"mode": "lines+markers", "line": styles.line(s), "legendgroup": s, "name": s,
@@ -253,14 +253,14 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
                         showlegend=False, hovertemplate=f"{s} %{{customdata}}: %{{y:.0f}} %<extra></extra>")
         fig.add_scatter(**common, y=[g.rss_peak_mib for _, g in series], row=2, col=2, showlegend=False,
                         hovertemplate=f"{s} %{{customdata}}: %{{y:.1f}} MiB<extra></extra>")
-    xs_all = [_x_of(pt, g) for pt in wl.points for g in pt.measured]
+    xs_all = [_x_of(pt, g) for pt in wl.load_points for g in pt.measured]
     if xs_all and all(x is not None for x in xs_all):
         levels = sorted(set(xs_all))
         fig.update_xaxes(type="log", title_text="server cores" if wl.kind == "cores" else "connections",
                          tickvals=levels, ticktext=[f"{x:g}" for x in levels])
     else:
         fig.update_xaxes(type="category", title_text="point")
-    p99s = [_ms(g.latency["p99"]) for pt in wl.points for g in pt.measured]
+    p99s = [_ms(g.latency["p99"]) for pt in wl.load_points for g in pt.measured]
     fig.update_yaxes(type="log", row=1, col=2, **log_ticks(p99s))
     return _layout(fig, f"{wl.name}: concurrency sweep", height=740, margin={"t": 80})
 

@@ -59,7 +59,7 @@ def glances(results: RunResults) -> list[tuple[WorkloadData, PointData, Glance]]
     """Each workload point's verdict (sweeps with many points: their heaviest point only)."""
     out = []
     for wl in results.workloads:
-        for pt in (wl.points if len(wl.points) <= 3 else wl.points[-1:]):
+        for pt in (wl.points if len(wl.load_points) <= 3 else wl.load_points[-1:]):
             if pt.measured:
                 out.append((wl, pt, pt.glance))
     return out

@@ -143,7 +143,7 @@ def sweep_table(wl: WorkloadData) -> str:
     for s in servers:
         cells = []
         first = None
-        for pt in wl.points:
+        for pt in wl.load_points:
             g = next((x for x in pt.groups if x.server == s), None)
             first = first or g
             if g is None or g.throughput is None:
@@ -152,7 +152,7 @@ def sweep_table(wl: WorkloadData) -> str:
             flag = ' <span class="flag">⚠</span>' if g.warnings else ""
             cells.append(f"{g.throughput.median:,.0f}{flag}<br><small>p99 {fmt_us(g.latency['p99'])}</small>")
         rows.append([_srv(first) if first else esc(s)] + cells)
-    return table(["server"] + [pt.label for pt in wl.points], rows)
+    return table(["server"] + [pt.label for pt in wl.load_points], rows)
 
 
 def capacity_table(wl: WorkloadData) -> str:
@@ -325,9 +325,11 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "
                    "without errors.")
-    detail = wl.points if len(wl.points) <= 3 or wl.kind == noisy_section.KIND else wl.points[-1:]
+    own = wl.load_points
+    detail = own if len(own) <= 3 or wl.kind == noisy_section.KIND else own[-1:]
+    detail = detail + [p for p in wl.points if p.kind == ranking.EFFICIENCY]  # the fixed-rate step's
     for pt in detail:
-        if wl.is_sweep:
+        if wl.is_sweep or pt.kind == ranking.EFFICIENCY:
             page.heading(3, f"{wl.name} · {pt.label}", toc=False)
         else:
             page.add(warnings_html([("", w) for g in pt.groups for w in g.warnings]))
@@ -413,7 +415,7 @@ def _overview(workloads: list[WorkloadData]) -> str:
     """One line per workload point: what it ranks by, the verdict (a leader only beyond noise)."""
     rows = []
     for wl in workloads:
-        pts = wl.points if len(wl.points) <= 3 else [wl.points[-1]]
+        pts = wl.points if len(wl.load_points) <= 3 else [wl.load_points[-1]]
         for pt in pts:
             gl = pt.glance
             if gl.leader is None:

@@ -240,8 +240,11 @@ def render(run: Any, results: RunResults) -> bytes:
         if wl.kind == noisy_section.KIND:
             lines += _noisy(wl)
         for pt in wl.points:
-            if wl.is_sweep:
+            if wl.is_sweep or pt.kind == ranking.EFFICIENCY:
                 lines += [f"### {wl.name} · {pt.label}", ""]
+            if pt.kind == ranking.EFFICIENCY:
+                gl = pt.glance
+                lines += [f"Ranked by **{gl.metric}**: {gl.why}.", ""]
             lines += [f"At a glance: {pt.glance.verdict}.", ""]
             if wl.kind in overtime_section.KINDS:
                 lines += _over_time(wl, pt) + _not_run(pt)

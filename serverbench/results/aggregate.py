@@ -349,9 +349,13 @@ class WorkloadData:
         return False
 
     @property
+    def load_points(self) -> list[PointData]:
+        """The workload's own points (without the fixed-rate step's, which order a block of one of them)."""
+        return [p for p in self.points if p.kind != ranking.EFFICIENCY]
+
+    @property
     def is_sweep(self) -> bool:
-        """Several points of the workload's own (the fixed-rate step's point is not one)."""
-        return len([p for p in self.points if p.kind != ranking.EFFICIENCY]) > 1
+        return len(self.load_points) > 1
 
     @property
     def warnings(self) -> list[Warning]:

@@ -20,14 +20,12 @@ from results/.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from pathlib import Path
+from typing import Any, Callable, Protocol
 
-from ..catalog.workloads import Point
-from ..model import CellRecord
-from .events import CellStarted
-
-if TYPE_CHECKING:  # the runner calls this module; only its type is needed here
-    from .runner import Runner
+from ..catalog.workloads import Point, Size, Workload
+from ..model import CellRecord, RunOptions
+from .events import CellStarted, Listener
 
 # 80 % of the block's lowest rate: below the client's ceiling with room for its noise (the block's
 # members differ by a few % at most), high enough that the servers work near their measured rate.
@@ -48,6 +46,22 @@ class FixedRatePlan:
 BlockFinder = Callable[[list[CellRecord]], list[FixedRatePlan]]
 
 
+class Runner(Protocol):
+    """What the step uses of runner.Runner (which calls this module, so it is not imported here)."""
+
+    opts: RunOptions
+    manifests: list[Any]
+    workloads: list[Workload]
+    done: set[tuple[str, str, str, int]]
+    emit: Listener
+    log_dir: Path
+
+    def size(self, w: Workload) -> Size: ...
+
+    def run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
+                  log_path: Path, extra: dict[str, Any] | None = None) -> None: ...
+
+
 def label(point_label: str) -> str:
     return f"{point_label}{SUFFIX}"
 
@@ -59,7 +73,7 @@ def fixed_point(p: Point, rate: float) -> Point:
                  duration=p.duration, requests=None, timeout=p.timeout, threads=p.threads)
 
 
-def run_step(runner: "Runner", plans: list[FixedRatePlan]) -> None:
+def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
     """Measure every plan's rows at its rate, each repetition a fresh start, repetitions outermost and
     every other one in reverse order (as the matrix does); cells already stored are skipped."""
     if not plans:
