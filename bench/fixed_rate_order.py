@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Is the order the fixed-rate step gives a client-bound block the same from run to run? (issue 35)
+
+Runs prantl-wrk on ROWS (default: the rows `make bench` finds client-bound on the 2-core machine)
+with 3 repetitions, RUNS times (each a fresh results database, as a fresh `make bench` would be),
+through the harness (`serverbench run`: the fixed-rate step runs when two or more rows are client-bound).
+Prints, per run: the block, the common rate, each row's server CPU per request (median) and the
+verdict line; then how many runs gave the most common order (of the rows every run measured) and
+whether the leader named beyond noise was the same.
+
+Usage: .venv/bin/python bench/fixed_rate_order.py      Env: ROWS ("c-epoll cpp-asio rust-tokio"), RUNS (3)
+"""
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from serverbench.results import aggregate  # noqa: E402
+from serverbench.store import Store  # noqa: E402
+
+
+def one_run(rows: list[str], db: Path) -> tuple[list[str], str, dict[str, float]]:
+    subprocess.run([str(ROOT / ".venv/bin/serverbench"), "run", "-s", ",".join(rows), "-w", "prantl-wrk",
+                    "--repeat", "3", "--db", str(db), "--allow-unverified"], check=True, stdout=subprocess.DEVNULL,
+                   cwd=ROOT)
+    store = Store(db)
+    _, res = aggregate.load(store, store.latest_run_id())
+    [wl] = res.workloads
+    pt = wl.load_points[0]
+    eff = pt.efficiency
+    cpu = {g.server: g.cpu_us_per_request for g in (eff.groups if eff else []) if g.cpu_us_per_request}
+    return [g.server for g in (eff.groups if eff else [])], pt.glance.verdict, cpu
+
+
+def main() -> None:
+    rows = os.environ.get("ROWS", "c-epoll cpp-asio rust-tokio").split()
+    runs = int(os.environ.get("RUNS", "3"))
+    tmp = Path(tempfile.mkdtemp(prefix="fixed-rate-order-"))
+    print(f"load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}; rows {', '.join(rows)}")
+    orders, leaders = [], []
+    for i in range(runs):
+        order, verdict, cpu = one_run(rows, tmp / f"run{i}.db")
+        orders.append(tuple(order))
+        leaders.append(verdict.split(" leads beyond")[0].split(" — ")[-1] if " leads beyond that" in verdict else None)
+        print(f"run {i + 1}: order {' < '.join(order) or '(no block: the step did not run)'}; CPU µs/request "
+              + ", ".join(f"{s} {v:.2f}" for s, v in cpu.items()))
+        print(f"        at a glance: {verdict}")
+        print(f"        load average: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    common, n = collections.Counter(o for o in orders if o).most_common(1)[0] if any(orders) else ((), 0)
+    print(f"the most common order ({' < '.join(common) or '—'}) in {n} of {runs} runs; "
+          f"leaders named beyond noise: {', '.join(str(x) for x in leaders)}")
+
+
+if __name__ == "__main__":
+    main()
