@@ -298,6 +298,22 @@ class CellMetrics(BaseModel):
 
 # -- what a run was asked for --------------------------------------------------------------------
 DEFAULT_REPEAT = 3
+# The fixed-rate step (run/fixed_rate.py) measures a client-bound block again at this share of its lowest
+# median: below the client's ceiling with room for its noise (the block's members differ by a few % at
+# most), high enough that the servers work near their measured rate.
+FIXED_RATE_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class FixedRatePlan:
+    """One client-bound block to order: its point, its rows, and the common rate (req/s). The
+    aggregation decides it (results/aggregate.client_bound_blocks), the runner measures it."""
+
+    workload: str
+    point: str
+    servers: tuple[str, ...]
+    rate: float
+
 
 
 class RunOptions(BaseModel):
@@ -432,6 +448,6 @@ class CellRecord:
         return self.status == "ok"
 
 
-__all__ = ["LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
+__all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
            "CellMetrics", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
            "ServerProfile", "RssLevel"]

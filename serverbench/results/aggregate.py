@@ -19,14 +19,13 @@ from hdrh.histogram import HdrHistogram
 
 from .. import fairness
 from ..run import warmup
-from ..run.fixed_rate import FIXED_RATE_SHARE, FixedRatePlan
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
 from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Warning
-from ..model import CellRecord, ServerProfile
+from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, ServerProfile
 from ..cluster.shards import merge_encoded
 from .stats import Stats, summarize
 from ..catalog.workloads import load_workloads, parse_duration

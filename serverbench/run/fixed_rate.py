@@ -19,29 +19,14 @@ from results/.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..catalog.workloads import Point, Size, Workload
-from ..model import CellRecord, RunOptions
+from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, RunOptions
 from .events import CellStarted, Listener
 
-# 80 % of the block's lowest rate: below the client's ceiling with room for its noise (the block's
-# members differ by a few % at most), high enough that the servers work near their measured rate.
-FIXED_RATE_SHARE = 0.8
-SUFFIX = " at a fixed rate"
-
-
-@dataclass(frozen=True)
-class FixedRatePlan:
-    """One client-bound block to order: its point, its rows, and the common rate (req/s)."""
-
-    workload: str
-    point: str
-    servers: tuple[str, ...]
-    rate: float
-
+SUFFIX = " at a fixed rate"  # the step's point: "<point> at a fixed rate"
 
 BlockFinder = Callable[[list[CellRecord]], list[FixedRatePlan]]
 
