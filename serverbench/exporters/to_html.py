@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..results.aggregate import Group, PointData, RunResults, Warning, WorkloadData
+from ..results.aggregate import Group, PointData, RunResults, Caveat, WorkloadData
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
@@ -55,7 +55,7 @@ def _dev_mark(server: str, deviations: list[str]) -> str:
             f'title="{esc("; ".join(deviations))}">†</a>')
 
 
-def warnings_html(warns: list[tuple[str, Warning]]) -> str:
+def warnings_html(warns: list[tuple[str, Caveat]]) -> str:
     """One callout listing (prefix, warning) pairs; the prefix names the point in sweeps."""
     if not warns:
         return ""
@@ -501,7 +501,7 @@ def _cost_of_ownership(page: Page, results: RunResults) -> None:
     page.heading(2, "Cost of ownership")
     page.add(f'<p class="desc">{esc(cost.NOTE.replace("`", ""))}</p>')
     page.add(table(cost.COLUMNS, [[esc(c) for c in r] for r in cost.table(rows)], numeric_from=3))
-    page.add(warnings_html([("", Warning("profile", "warning", "", p)) for p in cost.problems(rows)]))
+    page.add(warnings_html([("", Caveat("profile", "warning", "", p)) for p in cost.problems(rows)]))
     page.chart(lines_chart(rows), "")
     page.chart(cost_bar(rows, lambda r: r.profile.startup_ms, "start-up: process start → first 200 on GET / "
                         "(median; log scale)", "ms", ",.1f", log=True), "")

@@ -24,7 +24,7 @@ from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rul
 from .aggregate_tools import ToolsCompared, compare_tools
 from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
-from .group_warnings import Warning
+from .group_warnings import Caveat
 from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, ServerProfile
 from ..cluster.shards import merge_encoded
 from .stats import Stats, summarize
@@ -292,7 +292,7 @@ class Group:
 
     # -- what a reader must see, and the flat figures (their own modules, for size) ----------
     @cached_property
-    def warnings(self) -> list[Warning]:
+    def warnings(self) -> list[Caveat]:
         return group_warnings.judge(self)
 
     @cached_property
@@ -357,7 +357,7 @@ class WorkloadData:
         return len(self.load_points) > 1
 
     @property
-    def warnings(self) -> list[Warning]:
+    def warnings(self) -> list[Caveat]:
         return [w for g in self.groups for w in g.warnings]
 
 
@@ -498,5 +498,5 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     return run, results
 
 
-__all__ = ["client_bound_blocks", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Warning", "collect", "load",
+__all__ = ["client_bound_blocks", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Caveat", "collect", "load",
            "merge_histograms", "hist_percentiles", "point_key", "PCTS"]

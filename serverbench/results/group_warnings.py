@@ -16,7 +16,7 @@ from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
 
 
 @dataclass(frozen=True)
-class Warning:
+class Caveat:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
     kind: str  # noisy | outlier | unfair | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
@@ -25,13 +25,13 @@ class Warning:
     text: str
 
 
-def judge(g: Any) -> list[Warning]:
+def judge(g: Any) -> list[Caveat]:
     """The warnings of `g`, an aggregate.Group (typed loosely: aggregate imports this module)."""
-    w: list[Warning] = []
+    w: list[Caveat] = []
     s = g.server
 
     def add(kind: str, severity: Literal["info", "warning", "error"], text: str) -> None:
-        w.append(Warning(kind, severity, s, f"{s}: {text}"))
+        w.append(Caveat(kind, severity, s, f"{s}: {text}"))
 
     t = g.throughput
     if t is not None and noisy(t):
