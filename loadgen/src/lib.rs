@@ -5,6 +5,7 @@
 pub mod bufring;
 pub mod cli;
 pub mod epoll;
+pub mod fairness;
 pub mod histo;
 pub mod limits;
 pub mod models;

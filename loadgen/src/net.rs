@@ -5,6 +5,7 @@
 //! buffer, write it, read into a reused buffer, in-place parse, one histogram
 //! record — no allocation.
 
+use crate::fairness::SlotCounts;
 use crate::models::{Io, Model};
 use crate::record::{ErrorClass, Recorder};
 use crate::request::RequestBytes;
@@ -94,6 +95,8 @@ pub struct Net<'a, S: Sockets> {
     pub(crate) sock: S,
     pub(crate) conns: Vec<Conn>,
     pub rec: Recorder,
+    /// Completions per connection slot in the measured window (closed load, sessions).
+    pub fair: Option<SlotCounts>,
     rng: Pcg64Mcg,
     scratch: Vec<u8>,
     done: Vec<Response>,
@@ -225,6 +228,7 @@ impl<'a, S: Sockets> Net<'a, S> {
             sock,
             conns: Vec::new(),
             rec,
+            fair: None,
             rng,
             scratch: Vec::new(),
             done: Vec::with_capacity(64),
@@ -395,6 +399,9 @@ impl<'a, S: Sockets> Net<'a, S> {
             self.inflight_total -= 1;
             if p.measured {
                 self.rec.response(now, r.status, now - p.intended, now - p.sent);
+            }
+            if let Some(f) = &mut self.fair {
+                f.completed(i, now);
             }
             let reuse = r.keep_alive && self.plan.keepalive;
             if !m.on_response(self, i, now, reuse) {

@@ -145,6 +145,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
             "answered": histo::encode(&rec.answered),
             "service": rec.service.as_ref().map(histo::encode),
         },
+        // per connection slot (closed load, sessions); null for open load
+        "fairness": rec.fairness.as_ref().map(|f| f.json()),
         "timeline": timeline,
     });
     // only with --noise: the JSON of a run without it is unchanged
@@ -323,6 +325,10 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         .collect();
     if !codes.is_empty() {
         let _ = writeln!(out, "  Status     {}", codes.join(", "));
+    }
+    if let Some(f) = &rec.fairness {
+        let what = if cfg.mode == Mode::Sessions { "users" } else { "connections" };
+        let _ = writeln!(out, "{}", f.line(what));
     }
     if let Some(n) = &r.noise {
         let _ = writeln!(out, "{}", n.line());

@@ -1,5 +1,6 @@
 //! Per-thread measurements, merged once at the end of a run.
 
+use crate::fairness::Fairness;
 use crate::histo::{self, Hist, Sparse};
 use std::time::{Duration, Instant};
 
@@ -90,6 +91,8 @@ pub struct Recorder {
     /// Age of the oldest of those, from its intended send time.
     pub unanswered_oldest_us: u64,
     pub timeline: Vec<Bucket>,
+    /// Completions per connection slot (closed load and sessions), set when the run ends.
+    pub fairness: Option<Fairness>,
     /// The current second's latencies, dense while it lasts.
     current: Hist,
     current_sec: usize,
@@ -117,6 +120,7 @@ impl Recorder {
             unanswered: 0,
             unanswered_oldest_us: 0,
             timeline: vec![],
+            fairness: None,
             current: histo::new_bucket_hist(),
             current_sec: 0,
             last_p99_us: 0,
@@ -269,6 +273,12 @@ impl Recorder {
         self.dropped += o.dropped;
         self.unanswered += o.unanswered;
         self.unanswered_oldest_us = self.unanswered_oldest_us.max(o.unanswered_oldest_us);
+        // threads own disjoint slots: their figures add up
+        match (&mut self.fairness, &o.fairness) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.fairness = Some(b.clone()),
+            _ => {}
+        }
         while self.timeline.len() < o.timeline.len() {
             self.timeline.push(Bucket::new());
         }

@@ -165,9 +165,12 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     if let Some(e) = failure {
         return Err(RunError::Fatal(e));
     }
-    let rec = merged.ok_or_else(|| RunError::Fatal("no worker results".into()))?;
+    let mut rec = merged.ok_or_else(|| RunError::Fatal("no worker results".into()))?;
     let end = plan.end.map_or(finished, |e| e.min(finished));
     let duration_s = end.saturating_duration_since(plan.measure_start).as_secs_f64();
+    if let Some(f) = &mut rec.fairness {
+        f.whole_seconds(duration_s as usize);
+    }
     // a signal after the planned end interrupted nothing
     let interrupted = crate::signals::interrupted() && plan.end.is_none_or(|e| finished < e);
     let start_late_us = shared.start_late_us.load(std::sync::atomic::Ordering::Relaxed);

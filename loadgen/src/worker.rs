@@ -2,6 +2,7 @@
 //! the connection machinery, on the chosen I/O backend, until the run ends.
 
 use crate::epoll::Epoll;
+use crate::fairness::SlotCounts;
 use crate::models::{seed_for, Model};
 use crate::net::{Backend, Net, Plan, Sockets};
 use crate::progress::Shared;
@@ -34,6 +35,8 @@ fn run_on<S: Sockets, M: Model>(sock: S, plan: &Plan, shared: &Shared, tid: usiz
     let rec = Recorder::new(plan.measure_start, M::SERVICE_TIME);
     let rng = Pcg64Mcg::seed_from_u64(seed_for(plan.seed, tid, 0));
     let mut net = Net::new(plan, sock, rec, rng, budget);
+    let window = plan.end.map(|e| e.saturating_duration_since(plan.measure_start));
+    net.fair = model.fair_slots().map(|n| SlotCounts::new(n, plan.measure_start, window));
     let shortest = plan.timeout.min(plan.connect_timeout);
     let scan_every = (shortest / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
 
@@ -92,6 +95,7 @@ fn run_on<S: Sockets, M: Model>(sock: S, plan: &Plan, shared: &Shared, tid: usiz
     model.catch_up(&mut net, end);
     net.end_of_run(end);
     model.finish(&mut net.rec, end);
+    net.rec.fairness = net.fair.as_ref().map(|f| f.summary(end, plan.timeout));
     net.rec.finish();
     publish(shared, tid, &net.rec);
     // sockets close as `net` drops

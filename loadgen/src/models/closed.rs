@@ -90,6 +90,10 @@ impl Model for Closed {
     fn exhausted(&self, _now: Instant) -> bool {
         false
     }
+
+    fn fair_slots(&self) -> Option<usize> {
+        Some(self.connections)
+    }
 }
 
 #[cfg(test)]

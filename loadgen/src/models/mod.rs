@@ -67,6 +67,12 @@ pub trait Model {
     fn active_users(&self) -> u64 {
         0
     }
+    /// The connection slots whose completions the fairness figures count
+    /// (slots 0..n, all added by `start`, each kept across reconnects); None
+    /// where slots come and go with the load (open load).
+    fn fair_slots(&self) -> Option<usize> {
+        None
+    }
     /// The run ended at `end`: whatever became due since the last tick is
     /// queued (not sent), so that it counts.
     fn catch_up<I: Io>(&mut self, _io: &mut I, _end: Instant) {}

@@ -202,6 +202,11 @@ impl Model for Sessions {
     fn active_users(&self) -> u64 {
         self.active
     }
+
+    /// User j's slot is connection slot j.
+    fn fair_slots(&self) -> Option<usize> {
+        Some(self.p.max_users)
+    }
 }
 
 #[cfg(test)]
