@@ -12,9 +12,10 @@ import java.util.function.Consumer;
  * One HTTP/1.1 connection served with blocking socket I/O: read until the shared
  * {@link RequestParser} has a request, answer it with the shared {@link Routes},
  * repeat until the client closes or asks to. Which thread runs {@link #run()} is
- * the only difference between java-threads (a new thread per connection) and
- * java-threadpool (a fixed pool), so both compile this folder (declared under
- * `shares` in their server.toml), along with the bind and accept loop they share.
+ * the only difference between java-threads (a new thread per connection),
+ * java-threadpool (a fixed pool) and java-virtual-threads (a new virtual thread per
+ * connection), so all three compile this folder (declared under `shares` in their
+ * server.toml), along with the bind and accept loop they share.
  */
 final class BlockingHttp implements Runnable {
     private final Socket socket;
@@ -42,7 +43,7 @@ final class BlockingHttp implements Runnable {
         }
     }
 
-    /** Accepts connections for ever, handing each to {@code serve}: where the two blocking rows differ. */
+    /** Accepts connections for ever, handing each to {@code serve}: where the blocking rows differ. */
     static void acceptForever(ServerEnv env, ServerSocket server, Consumer<Socket> serve) {
         while (true) {
             Socket socket;
@@ -119,7 +120,10 @@ final class BlockingHttp implements Runnable {
         return req;
     }
 
-    /** A blocking sleep: the natural wait when a thread serves the connection. */
+    /**
+     * A blocking sleep: the natural wait when a thread serves the connection. On a
+     * virtual thread it parks that thread; its carrier runs other connections meanwhile.
+     */
     private void pause(long ms) throws IOException {
         if (ms <= 0) return;
         flush();   // don't hold earlier pipelined answers behind the sleep

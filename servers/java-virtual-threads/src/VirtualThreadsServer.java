@@ -2,9 +2,11 @@ import java.net.ServerSocket;
 
 /**
  * java-virtual-threads: blocking ServerSocket, a new virtual thread for every
- * connection. The connection code blocks in socket reads, writes and sleeps; the
- * JDK unmounts the virtual thread from its carrier while it waits, so $WORKERS
- * carrier threads serve any number of connections.
+ * connection, running the blocking connection code java-threads and
+ * java-threadpool run on platform threads ({@link BlockingHttp}). That code blocks
+ * in socket reads, writes and sleeps; the JDK unmounts the virtual thread from its
+ * carrier while it waits, so $WORKERS carrier threads serve any number of
+ * connections.
  */
 public final class VirtualThreadsServer {
     public static void main(String[] args) {
@@ -17,6 +19,6 @@ public final class VirtualThreadsServer {
                         Integer.toString(Runtime.getRuntime().availableProcessors()))
                 + " carrier threads");
 
-        BlockingHttp.acceptForever(env, server, socket -> threads.start(new VirtualConnection(socket)));
+        BlockingHttp.acceptForever(env, server, socket -> threads.start(new BlockingHttp(socket)));
     }
 }

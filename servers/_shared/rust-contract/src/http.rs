@@ -1,11 +1,12 @@
 //! HTTP/1.1 pieces common to the rows that speak it by hand (rust-threadpool
-//! over blocking std::net, rust-tokio over tokio with httparse): routing by
-//! SPEC's endpoint table, the header fields that decide framing and
-//! keep-alive, and the response head (with the cached `Date` of
-//! `crate::date`). Reading and writing sockets stays in each row. rust-actix
-//! leaves all of this to actix-web; rust-async-std writes its own head.
+//! over blocking std::net, rust-tokio and rust-async-std with httparse):
+//! routing by SPEC's endpoint table (`resolve`), the header fields
+//! that decide framing and keep-alive, and the response head (with the cached
+//! `Date` of `crate::date`). Reading and writing sockets, waiting and reading
+//! files stay in each row. rust-actix leaves all of this to actix-web.
 
 use std::io::Write;
+use std::path::Path;
 
 /// Largest request head accepted. SPEC requires 8 KiB; allow some slack.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -29,6 +30,7 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
+#[derive(Debug)]
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
@@ -49,6 +51,18 @@ impl Response {
     /// An error answered with its reason phrase as the body.
     pub fn error(status: u16) -> Response {
         Response::text(status, reason(status))
+    }
+
+    /// The answer to `GET /file` from the row's own read of it: the file as
+    /// HTML, or 500 (with a line on stderr) when it could not be read.
+    pub fn file(read: std::io::Result<Vec<u8>>, path: &Path) -> Response {
+        match read {
+            Ok(bytes) => Response::new(200, "text/html", bytes),
+            Err(e) => {
+                eprintln!("reading {}: {e}", path.display());
+                Response::error(500)
+            }
+        }
     }
 
     /// Appends the whole response to `out`, formatted straight into it (no
@@ -254,6 +268,15 @@ mod tests {
         assert_eq!((r.status, r.allow), (405, Some("GET")));
         let r = resolve("GET", "/echo").err().unwrap();
         assert_eq!((r.status, r.allow), (405, Some("POST")));
+    }
+
+    #[test]
+    fn file_answer() {
+        let path = Path::new("/hello.html");
+        let r = Response::file(Ok(b"<p>".to_vec()), path);
+        assert_eq!((r.status, r.content_type, r.body.as_slice()), (200, "text/html", b"<p>".as_slice()));
+        let r = Response::file(Err(std::io::Error::from(std::io::ErrorKind::NotFound)), path);
+        assert_eq!((r.status, r.body.as_slice()), (500, b"Internal Server Error".as_slice()));
     }
 
     #[test]

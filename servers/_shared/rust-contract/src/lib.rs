@@ -1,21 +1,30 @@
-//! What SPEC.md asks of every Rust row, written once instead of three times:
+//! What SPEC.md asks of every Rust row, written once instead of four times:
 //! the environment the harness passes (`Env`), the `/delay` and `/tenth`
 //! query rules (`Delay`, `Tenth`), in `http` the pieces of HTTP/1.1 that
-//! the two hand-written rows (rust-threadpool, rust-tokio) share, and in `date`
-//! the `Date` header value (IMF-fixdate, formatted at most once a second).
+//! the three hand-written rows (rust-threadpool, rust-tokio, rust-async-std)
+//! share, and in `date` the `Date` header value (IMF-fixdate, formatted at
+//! most once a second). For the two async rows (rust-tokio, rust-async-std),
+//! which differ only in their runtime's I/O, timers and file reads: with the
+//! `httparse` feature `request` reads requests out of a connection's bytes,
+//! and with the `serde` feature `route` decides what answers them.
 //!
-//! std only, because rust-threadpool is a std-only row. How a row waits,
-//! reads and writes (its concurrency model) stays in the row: this crate only
-//! decides *what* to answer, never blocks, and allocates nothing per request
-//! except the bodies it is asked for.
+//! std only by default, because rust-threadpool is a std-only row. How a row
+//! waits, reads and writes (its concurrency model) stays in the row: this
+//! crate only decides *what* to answer, never blocks, and allocates nothing
+//! per request except the request and the bodies it is asked for.
 
 use std::env;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub mod date;
 pub mod http;
+#[cfg(any(feature = "httparse", test))]
+pub mod request;
+#[cfg(any(feature = "serde", test))]
+pub mod route;
 
 /// Largest request body (`POST /echo`) and `/delay` body: 1 MiB.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -48,6 +57,27 @@ impl Env {
                 std::process::exit(2);
             }
         }
+    }
+
+    /// HOST:PORT resolved to the address to listen on; one that does not
+    /// resolve exits with status 1 and `<row>: cannot resolve HOST:PORT`.
+    pub fn socket_addr(&self, row: &str) -> SocketAddr {
+        match (self.host.as_str(), self.port).to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(addr)) => addr,
+            _ => {
+                eprintln!("{row}: cannot resolve {}:{}", self.host, self.port);
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// The listener bound to `addr`, or exit with status 1 and
+    /// `<row>: cannot bind ADDR: why` on stderr.
+    pub fn bound<L>(row: &str, addr: SocketAddr, listener: std::io::Result<L>) -> L {
+        listener.unwrap_or_else(|e| {
+            eprintln!("{row}: cannot bind {addr}: {e}");
+            std::process::exit(1);
+        })
     }
 
     /// `from_env` over any lookup, so the defaults can be tested without
@@ -170,6 +200,12 @@ mod tests {
         let e = env_of(&[("HOST", "0.0.0.0"), ("PORT", "9000"), ("WORKERS", "3"), ("HELLO_FILE", "/h.html")])
             .unwrap();
         assert_eq!(e, Env { host: "0.0.0.0".into(), port: 9000, workers: 3, hello_file: "/h.html".into() });
+    }
+
+    #[test]
+    fn env_socket_addr() {
+        let e = env_of(&[("HOST", "127.0.0.1"), ("PORT", "9001")]).unwrap();
+        assert_eq!(e.socket_addr("test"), SocketAddr::from(([127, 0, 0, 1], 9001)));
     }
 
     #[test]
