@@ -140,23 +140,78 @@ impl Mode {
     }
 }
 
+/// Closed load's flags.
+#[derive(Debug, Clone)]
+pub struct ClosedLoad {
+    /// --connections, over every shard.
+    pub connections: usize,
+    /// --pipeline: requests in flight per connection.
+    pub pipeline: usize,
+}
+
+/// Open load's flags (the rate itself is the schedule).
+#[derive(Debug, Clone)]
+pub struct OpenLoad {
+    /// --rate as given: the schedule's start (None: not open load).
+    pub rate: Option<f64>,
+    pub poisson: bool,
+    /// --max-connections and --max-backlog, over every shard.
+    pub max_connections: usize,
+    pub max_backlog: usize,
+    /// Coalescing bound of the send timer.
+    pub send_quantum: Duration,
+}
+
+/// Sessions' flags (the users over time are the schedule).
+#[derive(Debug, Clone)]
+pub struct SessionLoad {
+    /// --users as given (None: not sessions).
+    pub users: Option<usize>,
+    pub ramp: Option<Duration>,
+    pub spawn_rate: Option<f64>,
+    pub session_requests: Option<u64>,
+    pub think: Think,
+    /// --think and --think-jitter as written, for the JSON's config.
+    pub think_flag: Option<String>,
+    pub think_jitter_pct: f64,
+    pub loop_sessions: bool,
+}
+
+/// Where the result goes.
+#[derive(Debug, Clone)]
+pub struct OutputTo {
+    /// --json: a file, "-" for stdout, None for the summary only.
+    pub json: Option<String>,
+    /// --quiet: no progress line.
+    pub quiet: bool,
+}
+
+/// The command line, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub args: Args,
+    /// The URL as given (templates unexpanded).
+    pub url: String,
+    /// -H as written, for the JSON's config (`request` holds them parsed).
+    pub header_flags: Vec<String>,
     pub mode: Mode,
     pub request: RequestSpec,
+    /// Worker threads of this process.
+    pub threads: usize,
+    /// --seed as given; `seed()` is this shard's.
+    pub base_seed: u64,
+    /// -n over every shard (None: no request budget).
+    pub requests: Option<u64>,
     /// None: until --requests are done
     pub duration: Option<Duration>,
     pub warmup: Duration,
     pub connect_timeout: Duration,
     pub timeout: Duration,
+    pub closed: ClosedLoad,
+    pub open: OpenLoad,
+    pub sessions: SessionLoad,
     /// Rate (open) or users (sessions) over time.
     pub schedule: Option<Schedule>,
     pub stages: Option<Vec<(f64, f64)>>,
-    pub think: Think,
-    pub ramp: Option<Duration>,
-    /// Open load: coalescing bound of the send timer.
-    pub send_quantum: Duration,
     /// Most sockets open at once (this shard's).
     pub max_sockets: u64,
     /// (index, count): this process's shard; (0, 1) when not sharded.
@@ -167,6 +222,7 @@ pub struct Config {
     pub io: Backend,
     /// Noise beside the load (--noise), this shard's share.
     pub noise: Option<crate::noise::NoiseConfig>,
+    pub output: OutputTo,
 }
 
 /// `--io`: auto takes io_uring where this kernel (and any seccomp filter) allows it.
@@ -204,130 +260,174 @@ pub fn parse_instant(s: &str) -> Result<SystemTime, String> {
     humantime::parse_rfc3339_weak(t).map_err(|_| format!("--start-at `{s}` is not an RFC 3339 instant or Unix seconds"))
 }
 
+/// -m, -H, --body, --body-file and --no-keepalive: the request every connection sends.
+fn request_of(a: &Args) -> Result<RequestSpec, String> {
+    let target = parse_url(&a.url)?;
+    let mut headers = vec![];
+    for h in &a.headers {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| format!("-H `{h}` must look like \"Name: value\""))?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(Body::Text(b.clone())),
+        (None, Some(f)) => Some(Body::Bytes(
+            std::fs::read(f).map_err(|e| format!("--body-file {f}: {e}"))?,
+        )),
+        (None, None) => None,
+    };
+    Ok(RequestSpec { method: a.method.clone(), target, headers, body, keepalive: !a.no_keepalive })
+}
+
+/// --rate makes open load, --users sessions, neither closed load.
+fn mode_of(a: &Args) -> Result<Mode, String> {
+    match (a.rate, a.users) {
+        (Some(_), Some(_)) => Err("--rate (open load) and --users (sessions) cannot be combined".into()),
+        (Some(_), None) => Ok(Mode::Open),
+        (None, Some(_)) => Ok(Mode::Sessions),
+        (None, None) => Ok(Mode::Closed),
+    }
+}
+
+/// Threads, pipeline, connections, request budget, pool and backlog.
+fn check_counts(a: &Args, mode: Mode) -> Result<(), String> {
+    if a.threads == 0 || a.threads > 256 {
+        return Err(format!("--threads {} must be in 1..256", a.threads));
+    }
+    if a.pipeline == 0 || a.pipeline > 1024 {
+        return Err(format!("--pipeline {} must be in 1..1024", a.pipeline));
+    }
+    if a.pipeline > 1 && (mode != Mode::Closed || a.no_keepalive) {
+        return Err("--pipeline needs closed load with keep-alive (no --rate, --users or --no-keepalive)".into());
+    }
+    if mode == Mode::Closed && a.connections == 0 {
+        return Err("--connections must be at least 1".into());
+    }
+    if a.requests == Some(0) {
+        return Err("--requests must be at least 1".into());
+    }
+    if a.max_connections == 0 {
+        return Err("--max-connections must be at least 1".into());
+    }
+    if a.max_backlog == 0 {
+        return Err("--max-backlog must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// Flags of one load model given with another.
+fn check_mode_flags(a: &Args, mode: Mode) -> Result<(), String> {
+    if mode != Mode::Sessions
+        && (a.ramp.is_some() || a.spawn_rate.is_some() || a.session_requests.is_some() || a.think.is_some() || a.loop_sessions)
+    {
+        return Err("--ramp, --spawn-rate, --session-requests, --think and --loop-sessions need --users".into());
+    }
+    if a.stages.is_some() && mode == Mode::Closed {
+        return Err("--stages needs --rate or --users to say what it schedules".into());
+    }
+    if a.poisson && mode != Mode::Open {
+        return Err("--poisson needs --rate".into());
+    }
+    Ok(())
+}
+
+/// The durations other than --duration.
+struct Times {
+    warmup: Duration,
+    connect_timeout: Duration,
+    timeout: Duration,
+    ramp: Option<Duration>,
+    send_quantum: Duration,
+}
+
+fn times_of(a: &Args) -> Result<Times, String> {
+    let warmup = a.warmup.as_deref().map(|w| flag_duration("--warmup", w)).transpose()?.unwrap_or_default();
+    let connect_timeout = flag_duration("--connect-timeout", &a.connect_timeout)?;
+    let timeout = flag_duration("--timeout", &a.timeout)?;
+    if connect_timeout.is_zero() || timeout.is_zero() {
+        return Err("--timeout and --connect-timeout must be more than 0".into());
+    }
+    let ramp = a.ramp.as_deref().map(|r| flag_duration("--ramp", r)).transpose()?;
+    let send_quantum = flag_duration("--send-quantum", &a.send_quantum)?;
+    if send_quantum > Duration::from_millis(10) {
+        return Err(format!("--send-quantum {} must be at most 10ms", a.send_quantum));
+    }
+    Ok(Times { warmup, connect_timeout, timeout, ramp, send_quantum })
+}
+
+/// Open load's rate over time: --rate, then --stages.
+fn rate_schedule(a: &Args, stages: Option<&[(f64, f64)]>) -> Result<Schedule, String> {
+    let r = a.rate.unwrap_or(0.0);
+    if !r.is_finite() || r < 0.0 || (r == 0.0 && stages.is_none()) {
+        return Err(format!("--rate {r} must be a number > 0 (0 only as the start of --stages)"));
+    }
+    Ok(match stages {
+        Some(s) => Schedule::stages(r, s),
+        None => Schedule::constant(r),
+    })
+}
+
+/// Sessions' users over time: --users, arriving per --stages, --ramp or --spawn-rate.
+fn users_schedule(a: &Args, stages: Option<&[(f64, f64)]>, ramp: Option<Duration>) -> Result<Schedule, String> {
+    let u = a.users.unwrap_or(0) as f64;
+    if u == 0.0 && stages.is_none() {
+        return Err("--users must be at least 1 (0 only as the start of --stages)".into());
+    }
+    Ok(match (stages, ramp, a.spawn_rate) {
+        (Some(s), _, _) => {
+            if ramp.is_some() || a.spawn_rate.is_some() {
+                return Err("--stages replaces --ramp/--spawn-rate; give one of them".into());
+            }
+            Schedule::stages(u, s)
+        }
+        (None, Some(r), _) => Schedule::stages(0.0, &[(r.as_secs_f64(), u)]),
+        (None, None, Some(sr)) => {
+            if !(sr.is_finite() && sr > 0.0) {
+                return Err(format!("--spawn-rate {sr} must be > 0"));
+            }
+            Schedule::stages(0.0, &[(u / sr, u)])
+        }
+        (None, None, None) => Schedule::constant(u),
+    })
+}
+
+/// -d; without it, -n runs until its requests are done, --stages until they
+/// end (after the warm-up), anything else 10 s.
+fn duration_of(a: &Args, staged: Option<&Schedule>, warmup: Duration) -> Result<Option<Duration>, String> {
+    let duration = match (&a.duration, a.requests, staged) {
+        (Some(d), _, _) => Some(flag_duration("--duration", d)?),
+        (None, Some(_), _) => None,
+        (None, None, Some(s)) => {
+            let d = s.total_duration() - warmup.as_secs_f64();
+            if d <= 0.0 {
+                return Err("--stages are over before --warmup ends; give --duration".into());
+            }
+            Some(Duration::from_secs_f64(d))
+        }
+        _ => Some(Duration::from_secs(10)),
+    };
+    if duration.is_some_and(|d| d.is_zero()) {
+        return Err("--duration must be more than 0".into());
+    }
+    Ok(duration)
+}
+
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
-        let target = parse_url(&a.url)?;
-        let mut headers = vec![];
-        for h in &a.headers {
-            let (k, v) = h
-                .split_once(':')
-                .ok_or_else(|| format!("-H `{h}` must look like \"Name: value\""))?;
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        let body = match (&a.body, &a.body_file) {
-            (Some(b), _) => Some(Body::Text(b.clone())),
-            (None, Some(f)) => Some(Body::Bytes(
-                std::fs::read(f).map_err(|e| format!("--body-file {f}: {e}"))?,
-            )),
-            (None, None) => None,
-        };
-        let request = RequestSpec { method: a.method.clone(), target, headers, body, keepalive: !a.no_keepalive };
-
-        let mode = match (a.rate, a.users) {
-            (Some(_), Some(_)) => return Err("--rate (open load) and --users (sessions) cannot be combined".into()),
-            (Some(_), None) => Mode::Open,
-            (None, Some(_)) => Mode::Sessions,
-            (None, None) => Mode::Closed,
-        };
-        if a.threads == 0 || a.threads > 256 {
-            return Err(format!("--threads {} must be in 1..256", a.threads));
-        }
-        if a.pipeline == 0 || a.pipeline > 1024 {
-            return Err(format!("--pipeline {} must be in 1..1024", a.pipeline));
-        }
-        if a.pipeline > 1 && (mode != Mode::Closed || a.no_keepalive) {
-            return Err("--pipeline needs closed load with keep-alive (no --rate, --users or --no-keepalive)".into());
-        }
-        if mode == Mode::Closed && a.connections == 0 {
-            return Err("--connections must be at least 1".into());
-        }
-        if a.requests == Some(0) {
-            return Err("--requests must be at least 1".into());
-        }
-        if a.max_connections == 0 {
-            return Err("--max-connections must be at least 1".into());
-        }
-        if a.max_backlog == 0 {
-            return Err("--max-backlog must be at least 1".into());
-        }
-        if mode != Mode::Sessions
-            && (a.ramp.is_some() || a.spawn_rate.is_some() || a.session_requests.is_some() || a.think.is_some() || a.loop_sessions)
-        {
-            return Err("--ramp, --spawn-rate, --session-requests, --think and --loop-sessions need --users".into());
-        }
-        if a.stages.is_some() && mode == Mode::Closed {
-            return Err("--stages needs --rate or --users to say what it schedules".into());
-        }
-        if a.poisson && mode != Mode::Open {
-            return Err("--poisson needs --rate".into());
-        }
+        let request = request_of(&a)?;
+        let mode = mode_of(&a)?;
+        check_counts(&a, mode)?;
+        check_mode_flags(&a, mode)?;
         let stages = a.stages.as_deref().map(Schedule::parse_stages).transpose()?;
-        let warmup = a.warmup.as_deref().map(|w| flag_duration("--warmup", w)).transpose()?.unwrap_or_default();
-        let connect_timeout = flag_duration("--connect-timeout", &a.connect_timeout)?;
-        let timeout = flag_duration("--timeout", &a.timeout)?;
-        if connect_timeout.is_zero() || timeout.is_zero() {
-            return Err("--timeout and --connect-timeout must be more than 0".into());
-        }
-        let ramp = a.ramp.as_deref().map(|r| flag_duration("--ramp", r)).transpose()?;
-        let send_quantum = flag_duration("--send-quantum", &a.send_quantum)?;
-        if send_quantum > Duration::from_millis(10) {
-            return Err(format!("--send-quantum {} must be at most 10ms", a.send_quantum));
-        }
-
+        let t = times_of(&a)?;
         let schedule = match mode {
             Mode::Closed => None,
-            Mode::Open => {
-                let r = a.rate.unwrap_or(0.0);
-                if !r.is_finite() || r < 0.0 || (r == 0.0 && stages.is_none()) {
-                    return Err(format!("--rate {r} must be a number > 0 (0 only as the start of --stages)"));
-                }
-                Some(match &stages {
-                    Some(s) => Schedule::stages(r, s),
-                    None => Schedule::constant(r),
-                })
-            }
-            Mode::Sessions => {
-                let u = a.users.unwrap_or(0) as f64;
-                if u == 0.0 && stages.is_none() {
-                    return Err("--users must be at least 1 (0 only as the start of --stages)".into());
-                }
-                Some(match (&stages, ramp, a.spawn_rate) {
-                    (Some(s), _, _) => {
-                        if ramp.is_some() || a.spawn_rate.is_some() {
-                            return Err("--stages replaces --ramp/--spawn-rate; give one of them".into());
-                        }
-                        Schedule::stages(u, s)
-                    }
-                    (None, Some(r), _) => Schedule::stages(0.0, &[(r.as_secs_f64(), u)]),
-                    (None, None, Some(sr)) => {
-                        if !(sr.is_finite() && sr > 0.0) {
-                            return Err(format!("--spawn-rate {sr} must be > 0"));
-                        }
-                        Schedule::stages(0.0, &[(u / sr, u)])
-                    }
-                    (None, None, None) => Schedule::constant(u),
-                })
-            }
+            Mode::Open => Some(rate_schedule(&a, stages.as_deref())?),
+            Mode::Sessions => Some(users_schedule(&a, stages.as_deref(), t.ramp)?),
         };
-
-        let duration = match (&a.duration, a.requests, &schedule, &stages) {
-            (Some(d), _, _, _) => Some(flag_duration("--duration", d)?),
-            (None, Some(_), _, _) => None,
-            (None, None, Some(s), Some(_)) => {
-                let d = s.total_duration() - warmup.as_secs_f64();
-                if d <= 0.0 {
-                    return Err("--stages are over before --warmup ends; give --duration".into());
-                }
-                Some(Duration::from_secs_f64(d))
-            }
-            _ => Some(Duration::from_secs(10)),
-        };
-        if duration.is_some_and(|d| d.is_zero()) {
-            return Err("--duration must be more than 0".into());
-        }
-
+        let duration = duration_of(&a, schedule.as_ref().filter(|_| stages.is_some()), t.warmup)?;
         let think = Think::parse(a.think.as_deref(), a.think_jitter)?;
-
         let shard = a.shard.as_deref().map(parse_shard).transpose()?.unwrap_or((0, 1));
         let start_at = a.start_at.as_deref().map(parse_instant).transpose()?;
         let total_sockets = match mode {
@@ -337,11 +437,43 @@ impl Config {
         };
         let io = resolve_io(&a.io)?;
         let noise_share = |n| crate::models::share(n, shard.1, shard.0);
-        let noise = crate::noise::NoiseConfig::from_args(&a.noise, &request.target.authority, timeout, connect_timeout, noise_share)?;
-        let mut cfg = Config { args: a, mode, request, duration, warmup, connect_timeout, timeout, schedule, stages, think, ramp, send_quantum, max_sockets: 0, shard, start_at, io, noise };
-        cfg.max_sockets = (0..cfg.args.threads).map(|t| cfg.share_of(total_sockets, t)).sum();
+        let noise = crate::noise::NoiseConfig::from_args(&a.noise, &request.target.authority, t.timeout, t.connect_timeout, noise_share)?;
+        let mut cfg = Config {
+            url: a.url,
+            header_flags: a.headers,
+            mode,
+            request,
+            threads: a.threads,
+            base_seed: a.seed,
+            requests: a.requests,
+            duration,
+            warmup: t.warmup,
+            connect_timeout: t.connect_timeout,
+            timeout: t.timeout,
+            closed: ClosedLoad { connections: a.connections, pipeline: a.pipeline },
+            open: OpenLoad { rate: a.rate, poisson: a.poisson, max_connections: a.max_connections, max_backlog: a.max_backlog, send_quantum: t.send_quantum },
+            sessions: SessionLoad {
+                users: a.users,
+                ramp: t.ramp,
+                spawn_rate: a.spawn_rate,
+                session_requests: a.session_requests,
+                think,
+                think_flag: a.think,
+                think_jitter_pct: a.think_jitter,
+                loop_sessions: a.loop_sessions,
+            },
+            schedule,
+            stages,
+            max_sockets: 0,
+            shard,
+            start_at,
+            io,
+            noise,
+            output: OutputTo { json: a.json, quiet: a.quiet },
+        };
+        cfg.max_sockets = (0..cfg.threads).map(|t| cfg.share_of(total_sockets, t)).sum();
         if cfg.max_sockets == 0 && mode == Mode::Closed {
-            return Err(format!("--connections {} gives shard {}/{} none; give at least one per shard", cfg.args.connections, shard.0, shard.1));
+            return Err(format!("--connections {} gives shard {}/{} none; give at least one per shard", cfg.closed.connections, shard.0, shard.1));
         }
         Ok(cfg)
     }
@@ -351,7 +483,7 @@ impl Config {
     /// load's request n goes to lane n mod lanes). Returns (lanes, lane).
     pub fn lane(&self, tid: usize) -> (usize, usize) {
         let (i, n) = self.shard;
-        (self.args.threads * n, tid * n + i)
+        (self.threads * n, tid * n + i)
     }
 
     /// Thread `tid`'s share of a total over every shard.
@@ -363,8 +495,8 @@ impl Config {
     /// This shard's seed for the worker threads' random streams.
     pub fn seed(&self) -> u64 {
         match self.shard {
-            (_, 1) => self.args.seed,
-            (i, _) => crate::models::seed_for(self.args.seed, i, 0x5AAD_5AAD_5AAD_5AAD),
+            (_, 1) => self.base_seed,
+            (i, _) => crate::models::seed_for(self.base_seed, i, 0x5AAD_5AAD_5AAD_5AAD),
         }
     }
 
@@ -399,7 +531,17 @@ mod tests {
         let c = cfg(&["http://127.0.0.1:1/", "--users", "50", "--ramp", "2s", "--think", "900ms", "--think-jitter", "10"]).unwrap();
         assert_eq!(c.mode, Mode::Sessions);
         assert_eq!(c.max_sockets, 50);
-        assert_eq!(c.think, Think::Fixed(Duration::from_millis(900), 0.1));
+        assert_eq!(c.sessions.think, Think::Fixed(Duration::from_millis(900), 0.1));
+        assert_eq!((c.sessions.think_flag.as_deref(), c.sessions.think_jitter_pct, c.sessions.ramp), (Some("900ms"), 10.0, Some(Duration::from_secs(2))));
+        // the validated fields the run, the JSON and main read
+        let c = cfg(&["http://127.0.0.1:1/", "-c", "7", "--pipeline", "3", "-t", "2", "--seed", "9", "-H", "A:b", "--json", "-", "-q"]).unwrap();
+        assert_eq!((c.closed.connections, c.closed.pipeline, c.threads, c.base_seed), (7, 3, 2, 9));
+        assert_eq!((c.header_flags.clone(), c.request.headers.clone()), (vec!["A:b".to_string()], vec![("A".to_string(), "b".to_string())]));
+        assert_eq!((c.output.json.as_deref(), c.output.quiet, c.request.keepalive), (Some("-"), true, true));
+        let c = cfg(&["http://127.0.0.1:1/", "--rate", "5", "--poisson", "--max-connections", "3", "--send-quantum", "1ms"]).unwrap();
+        assert_eq!((c.open.rate, c.open.poisson, c.open.max_connections, c.open.max_backlog), (Some(5.0), true, 3, 1_000_000));
+        assert_eq!((c.open.send_quantum, c.max_sockets, c.output.json.as_deref()), (Duration::from_millis(1), 3, None));
+        assert!(!cfg(&["http://127.0.0.1:1/", "--no-keepalive"]).unwrap().request.keepalive);
     }
 
     #[test]

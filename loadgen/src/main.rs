@@ -37,8 +37,8 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(&e),
     };
-    let json_to_stdout = cfg.args.json.as_deref() == Some("-");
-    let show_progress = !cfg.args.quiet && std::io::stderr().is_terminal();
+    let json_to_stdout = cfg.output.json.as_deref() == Some("-");
+    let show_progress = !cfg.output.quiet && std::io::stderr().is_terminal();
     loadgen::signals::install();
     let result = match run(&cfg, show_progress) {
         Ok(r) => r,
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     } else {
         print!("{summary}");
     }
-    if let Some(path) = &cfg.args.json {
+    if let Some(path) = &cfg.output.json {
         let doc = output::result_json(&cfg, &result);
         let text = serde_json::to_string_pretty(&doc).expect("JSON values serialize");
         let written = if json_to_stdout {

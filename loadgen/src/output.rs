@@ -14,41 +14,41 @@ fn secs(d: Option<std::time::Duration>) -> Value {
 }
 
 pub fn config_json(cfg: &Config) -> Value {
-    let a = &cfg.args;
+    let (open, sessions) = (&cfg.open, &cfg.sessions);
     json!({
-        "url": a.url,
+        "url": cfg.url,
         "mode": cfg.mode.name(),
-        "method": a.method,
-        "headers": a.headers,
+        "method": cfg.request.method,
+        "headers": cfg.header_flags,
         "body_bytes": match &cfg.request.body {
             None => 0,
             Some(crate::request::Body::Text(t)) => t.len(),
             Some(crate::request::Body::Bytes(b)) => b.len(),
         },
-        "connections": if cfg.mode == Mode::Closed { json!(a.connections) } else { Value::Null },
-        "threads": a.threads,
+        "connections": if cfg.mode == Mode::Closed { json!(cfg.closed.connections) } else { Value::Null },
+        "threads": cfg.threads,
         "io": cfg.io.name(),
-        "rate": a.rate,
-        "poisson": a.poisson,
-        "max_connections": if cfg.mode == Mode::Open { json!(a.max_connections) } else { Value::Null },
-        "max_backlog": if cfg.mode == Mode::Open { json!(a.max_backlog) } else { Value::Null },
-        "send_quantum_us": if cfg.mode == Mode::Open { json!(cfg.send_quantum.as_micros() as u64) } else { Value::Null },
-        "users": a.users,
-        "ramp_s": secs(cfg.ramp),
-        "spawn_rate": a.spawn_rate,
-        "session_requests": a.session_requests,
-        "think": a.think,
-        "think_jitter": a.think_jitter,
-        "loop_sessions": a.loop_sessions,
+        "rate": open.rate,
+        "poisson": open.poisson,
+        "max_connections": if cfg.mode == Mode::Open { json!(open.max_connections) } else { Value::Null },
+        "max_backlog": if cfg.mode == Mode::Open { json!(open.max_backlog) } else { Value::Null },
+        "send_quantum_us": if cfg.mode == Mode::Open { json!(open.send_quantum.as_micros() as u64) } else { Value::Null },
+        "users": sessions.users,
+        "ramp_s": secs(sessions.ramp),
+        "spawn_rate": sessions.spawn_rate,
+        "session_requests": sessions.session_requests,
+        "think": sessions.think_flag,
+        "think_jitter": sessions.think_jitter_pct,
+        "loop_sessions": sessions.loop_sessions,
         "stages": cfg.stages.as_ref().map(|s| s.iter().map(|(d, v)| json!({"duration_s": d, "value": v})).collect::<Vec<_>>()),
         "duration_s": secs(cfg.duration),
-        "requests": a.requests,
-        "pipeline": a.pipeline,
-        "keepalive": !a.no_keepalive,
+        "requests": cfg.requests,
+        "pipeline": cfg.closed.pipeline,
+        "keepalive": cfg.request.keepalive,
         "connect_timeout_s": cfg.connect_timeout.as_secs_f64(),
         "timeout_s": cfg.timeout.as_secs_f64(),
         "warmup_s": cfg.warmup.as_secs_f64(),
-        "seed": a.seed,
+        "seed": cfg.base_seed,
         "shard": if cfg.shard.1 > 1 { json!({"index": cfg.shard.0, "count": cfg.shard.1, "seed": cfg.seed()}) } else { Value::Null },
         "start_at": cfg.start_at.map(|t| humantime::format_rfc3339_micros(t).to_string()),
     })
@@ -238,26 +238,26 @@ pub fn ascii_histogram(h: &Hist) -> String {
 }
 
 pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
-    let a = &cfg.args;
+    let (closed, open) = (&cfg.closed, &cfg.open);
     let rec = &r.rec;
     let mut out = String::new();
     let shape = match cfg.mode {
         Mode::Closed => format!(
             "closed load, {} connection(s){}{}",
-            a.connections,
-            if a.pipeline > 1 { format!(", pipeline {}", a.pipeline) } else { String::new() },
-            if a.no_keepalive { ", new connection per request" } else { "" }
+            closed.connections,
+            if closed.pipeline > 1 { format!(", pipeline {}", closed.pipeline) } else { String::new() },
+            if cfg.request.keepalive { "" } else { ", new connection per request" }
         ),
         Mode::Open => format!(
             "open load, {} req/s{}{}, up to {} connections",
-            a.rate.unwrap_or(0.0),
-            if a.poisson { " (Poisson)" } else { "" },
+            open.rate.unwrap_or(0.0),
+            if open.poisson { " (Poisson)" } else { "" },
             if cfg.stages.is_some() { " then --stages" } else { "" },
-            a.max_connections
+            open.max_connections
         ),
         Mode::Sessions => format!("sessions, {} user(s)", cfg.max_sockets),
     };
-    let _ = writeln!(out, "loadgen {} — {shape}, {} thread(s) @ {}", crate::VERSION, a.threads, a.url);
+    let _ = writeln!(out, "loadgen {} — {shape}, {} thread(s) @ {}", crate::VERSION, cfg.threads, cfg.url);
     let errors: u64 = rec.errors.iter().sum();
     let _ = writeln!(
         out,

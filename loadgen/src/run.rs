@@ -40,10 +40,10 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
     Ok(Plan {
         addr: cfg.request.target.addr,
         req,
-        keepalive: !cfg.args.no_keepalive,
+        keepalive: cfg.request.keepalive,
         connect_timeout: cfg.connect_timeout,
         timeout: cfg.timeout,
-        threads: cfg.args.threads,
+        threads: cfg.threads,
         seed: cfg.seed(),
         io: cfg.io,
         start,
@@ -64,29 +64,28 @@ fn spawn<M: Model + Send + 'static>(plan: &Arc<Plan>, shared: &Arc<Shared>, tid:
 
 /// Thread `tid`'s worker, running the configured load model.
 fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize) -> Result<Worker, RunError> {
-    let a = &cfg.args;
     // every shard's threads are lanes of one schedule (see Config::lane)
     let (lanes, lane) = cfg.lane(tid);
-    let budget = a.requests.map(|n| cfg.share_of(n, tid));
+    let budget = cfg.requests.map(|n| cfg.share_of(n, tid));
     let schedule = || cfg.schedule.clone().expect("open load and sessions have a schedule");
     match cfg.mode {
         Mode::Closed => {
-            let n = cfg.share_of(a.connections as u64, tid) as usize;
-            spawn(plan, shared, tid, budget, Closed::new(n, a.pipeline))
+            let n = cfg.share_of(cfg.closed.connections as u64, tid) as usize;
+            spawn(plan, shared, tid, budget, Closed::new(n, cfg.closed.pipeline))
         }
         Mode::Open => {
             let model = Open::new(OpenPlan {
                 schedule: schedule(),
-                poisson: a.poisson,
+                poisson: cfg.open.poisson,
                 start: plan.start,
                 measure_start: plan.measure_start,
                 end: plan.end,
                 threads: lanes,
                 tid: lane,
-                seed: a.seed,
-                quantum: cfg.send_quantum,
-                pool_max: cfg.share_of(a.max_connections as u64, tid) as usize,
-                max_backlog: cfg.share_of(a.max_backlog as u64, tid) as usize,
+                seed: cfg.base_seed,
+                quantum: cfg.open.send_quantum,
+                pool_max: cfg.share_of(cfg.open.max_connections as u64, tid) as usize,
+                max_backlog: cfg.share_of(cfg.open.max_backlog as u64, tid) as usize,
             });
             spawn(plan, shared, tid, budget, model)
         }
@@ -94,13 +93,13 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
             let model = Sessions::new(SessionsPlan {
                 schedule: schedule(),
                 max_users: cfg.share_of(schedule().max_value().ceil() as u64, tid) as usize,
-                session_requests: a.session_requests,
-                think: cfg.think.clone(),
-                loop_sessions: a.loop_sessions,
+                session_requests: cfg.sessions.session_requests,
+                think: cfg.sessions.think.clone(),
+                loop_sessions: cfg.sessions.loop_sessions,
                 start: plan.start,
                 threads: lanes,
                 tid: lane,
-                seed: a.seed,
+                seed: cfg.base_seed,
             });
             spawn(plan, shared, tid, budget, model)
         }
@@ -109,9 +108,9 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
 
 pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let limit = limits::raise_nofile();
-    limits::check_sockets(cfg.max_sockets, cfg.args.threads as u64, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
+    limits::check_sockets(cfg.max_sockets, cfg.threads as u64, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
     if let Some(n) = &cfg.noise {
-        limits::check_with_noise(cfg.max_sockets, n.connections, cfg.args.threads as u64 + 1, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
+        limits::check_with_noise(cfg.max_sockets, n.connections, cfg.threads as u64 + 1, limit, cfg.sockets_flag()).map_err(RunError::Usage)?;
     }
     // a short delay so every thread starts its schedule at the same instant;
     // with --start-at, load starts a warm-up before that wall-clock instant
@@ -129,7 +128,7 @@ pub fn run(cfg: &Config, show_progress: bool) -> Result<RunResult, RunError> {
     let extra = if cfg.start_at.is_none() { noise_lead } else { Duration::ZERO };
     let start = now_i + lead + extra;
     let plan = Arc::new(build_plan(cfg, start)?);
-    let threads = cfg.args.threads;
+    let threads = cfg.threads;
     let shared = Arc::new(Shared::new(threads));
     let started_at = now_w + lead + extra + cfg.warmup;
     let mut handles = vec![];
