@@ -40,8 +40,11 @@ async function echo(req) {
   return send(200, "application/octet-stream", Buffer.concat(chunks, size));
 }
 
-async function handle(req) {
-  const url = new URL(req.url);
+async function handle(req, server) {
+  // An HTTP/1.0 request without Host reaches the handler with a relative req.url ("/"), which
+  // new URL() alone rejects; server.url supplies the server's authority (RFC 9112 §3.3) and is
+  // ignored when req.url is absolute (upstream: oven-sh/bun pull request 33721, open).
+  const url = new URL(req.url, server.url);
   const path = url.pathname;
   if (path === "/echo") {
     return req.method === "POST" ? echo(req) : send(405, "text/plain", "Method Not Allowed");
