@@ -8,6 +8,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.rapidoid.buffer.Buf;
 import org.rapidoid.data.BufRange;
+import org.rapidoid.env.Env;
 import org.rapidoid.http.AbstractHttpServer;
 import org.rapidoid.http.HttpStatus;
 import org.rapidoid.http.MediaType;
@@ -37,6 +38,9 @@ public final class RapidoidServer extends AbstractHttpServer {
     }
 
     public static void main(String[] args) {
+        // Rapidoid's start-up arguments (server.toml's run passes `profiles=production`): without a
+        // mode, Rapidoid infers DEV whenever the classpath holds a folder (target/classes here).
+        Env.setArgs(args);
         ServerEnv env = ServerEnv.read("java-rapidoid");
         try {
             TCP.server().protocol(new RapidoidServer(env)).address(env.host()).port(env.port())
