@@ -18,6 +18,7 @@ from serverbench.catalog import manifests as catalog
 from serverbench.catalog import workloads as wl
 from serverbench.exporters import to_csv, to_html, to_markdown
 from serverbench.model import CellRecord
+from serverbench.processes.loadgen import command_line
 from serverbench.results import aggregate, noisy
 from serverbench.run.runner import RunOptions, run_matrix
 from serverbench.store import Store
@@ -48,8 +49,8 @@ def load(tmp_path: Path, text: str) -> wl.Workload:
 def test_a_noise_point_gives_loadgen_its_noise_flags(tmp_path: Path) -> None:
     w = load(tmp_path, workload(QUIET + noise_point()))
     quiet, loud = w.quick.points
-    assert "--noise" not in quiet.loadgen_args("http://h", "/")
-    args = loud.loadgen_args("http://h", "/")
+    assert "--noise" not in command_line(quiet, "http://h", "/", threads=1, json_path="o")
+    args = command_line(loud, "http://h", "/", threads=1, json_path="o")[:-5]  # the threads and result follow
     assert args[args.index("--noise"):] == ["--noise", "slowloris", "--noise-connections", "16", "--noise-lead", "500ms"]
     assert loud.planned_seconds() == pytest.approx(quiet.planned_seconds() + 0.5)
 

@@ -131,27 +131,11 @@ def test_unknown_workload_names_known_ones(tmp_path: Path) -> None:
         select(load_workloads(tmp_path), ["x"])
 
 
-def test_loadgen_args_closed_open_sessions() -> None:
-    p = Point(label="x", connections=100, requests=2000, keepalive=False, pipeline=4)
-    assert p.loadgen_args("http://h:1/", "/tenth?ms=5") == [
-        "http://h:1/tenth?ms=5", "--connections", "100", "--requests", "2000", "--no-keepalive",
-        "--pipeline", "4"]
+def test_points_check_their_modes_and_plan_their_time() -> None:
     capped = Point(label="x", connections=100, requests=2000, time_limit="12s")
-    assert capped.loadgen_args("http://h:1", "/")[3:] == ["--requests", "2000", "--duration", "12s"]
     assert capped.planned_seconds() == 12.0
     o = Point(label="o", mode="open", rate="50%", duration="5s", path="/json", poisson=True)
     assert o.rate_fraction == 0.5
-    with pytest.raises(ValueError, match="calibrated rate"):
-        o.loadgen_args("http://h:1", "/")
-    assert o.loadgen_args("http://h:1", "/", rate=1234.5) == [
-        "http://h:1/json", "--duration", "5s", "--rate", "1234.5", "--poisson", "--warmup", "500ms"]
-    s = Point(label="s", mode="sessions", users=2000, ramp="10s", duration="10s", session_requests=100,
-              think="900ms", think_jitter=5, timeout="5s")
-    assert s.loadgen_args("http://h:1", "/d") == [
-        "http://h:1/d", "--duration", "10s", "--users", "2000", "--ramp", "10s", "--session-requests", "100",
-        "--think", "900ms", "--think-jitter", "5", "--timeout", "5s"]
-    with pytest.raises(ValueError, match="stepped by the runner"):
-        Point(label="c", mode="capacity", start_rate=10).loadgen_args("http://h:1", "/")
     with pytest.raises(ValueError):
         Point(label="c", mode="capacity", start_rate=10, step=1.0)
     with pytest.raises(ValueError, match="percentage"):

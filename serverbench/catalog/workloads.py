@@ -1,4 +1,5 @@
-"""`workloads/*.toml`: load profiles, validated with pydantic, mapped 1:1 to loadgen options.
+"""`workloads/*.toml`: load profiles, validated with pydantic; a point's fields map 1:1 to loadgen
+options (processes/loadgen.py's `command_line` writes them).
 
 A workload has a `quick` size (default, ~10 s per server on 2 cores) and a `full` size
 (the published benchmark's original parameters). A workload may instead list
@@ -37,12 +38,8 @@ def parse_duration(text: str | int | float) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def _fmt_num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 class Point(BaseModel):
-    """One measured load level; fields map 1:1 to loadgen options (see docs/DESIGN.md)."""
+    """One measured load level; fields map 1:1 to loadgen options (processes/loadgen.command_line)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -190,84 +187,8 @@ class Point(BaseModel):
             return sum(parse_duration(p.split(":")[0]) for p in self.stages.split(",")) + extra
         return parse_duration(self.time_limit or DEFAULT_TIME_LIMIT) + extra
 
-    def loadgen_args(self, base_url: str, default_path: str, *, rate: float | None = None) -> list[str]:
-        """The loadgen command line (without program, --json, --quiet) for this point.
 
-        `rate` overrides the point's rate (needed for "N%" rates once calibrated)."""
-        if self.mode == "capacity":
-            raise ValueError(f"point {self.label!r}: capacity points are stepped by the runner")
-        path = self.path or default_path
-        if not path.startswith("/"):
-            path = "/" + path
-        args = [base_url.rstrip("/") + path]
-        if self.method:
-            args += ["--method", self.method]
-        for h in self.headers:
-            args += ["--header", h]
-        if self.body is not None:
-            args += ["--body", self.body]
-        if self.connections is not None:
-            args += ["--connections", str(self.connections)]
-        if self.threads is not None:
-            args += ["--threads", str(self.threads)]
-        if self.requests is not None:
-            args += ["--requests", str(self.requests)]
-            if self.time_limit is not None:  # loadgen stops at whichever comes first
-                args += ["--duration", self.time_limit]
-        elif self.duration is not None:
-            args += ["--duration", self.duration]
-        if self.mode == "open":
-            r = rate if rate is not None else self.rate
-            if r is None or isinstance(r, str):
-                raise ValueError(f"point {self.label!r}: rate {self.rate!r} needs a calibrated rate")
-            args += ["--rate", _fmt_num(float(r))]
-            if self.poisson:
-                args.append("--poisson")
-            # Open load on a cold client opens a connection per early request and stalls
-            # for tens of ms (measured); warm the pool up at the target rate, unrecorded.
-            args += ["--warmup", OPEN_LOOP_WARMUP]
-        if self.max_connections is not None:
-            args += ["--max-connections", str(self.max_connections)]
-        if self.mode == "sessions":
-            args += ["--users", str(self.users)]
-            if self.ramp is not None:
-                args += ["--ramp", self.ramp]
-            if self.spawn_rate is not None:
-                args += ["--spawn-rate", _fmt_num(self.spawn_rate)]
-            if self.session_requests is not None:
-                args += ["--session-requests", str(self.session_requests)]
-            if self.loop_sessions:
-                args.append("--loop-sessions")
-        if self.think is not None:
-            args += ["--think", self.think]
-        if self.think_jitter is not None:
-            args += ["--think-jitter", _fmt_num(self.think_jitter)]
-        if self.stages is not None:
-            args += ["--stages", self.stages]
-        if not self.keepalive:
-            args.append("--no-keepalive")
-        if self.pipeline is not None:
-            args += ["--pipeline", str(self.pipeline)]
-        if self.timeout is not None:
-            args += ["--timeout", self.timeout]
-        if self.connect_timeout is not None:
-            args += ["--connect-timeout", self.connect_timeout]
-        if self.seed is not None:
-            args += ["--seed", str(self.seed)]
-        return args + self._noise_args()
-
-    def _noise_args(self) -> list[str]:
-        if self.noise is None:
-            return []
-        args = ["--noise", self.noise]
-        for flag, v in (("--noise-connections", self.noise_connections), ("--noise-interval", self.noise_interval),
-                        ("--noise-read-rate", self.noise_read_rate), ("--noise-path", self.noise_path),
-                        ("--noise-lead", self.noise_lead)):
-            if v is not None:
-                args += [flag, str(v)]
-        return args
-
-
+# Open load's unrecorded pool warm-up (processes/loadgen.py puts it on the command line): planned time.
 OPEN_LOOP_WARMUP = "500ms"
 
 

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from . import shards
-from ..processes.loadgen import SATURATION, LoadgenError, LoadgenResult, deadline_for, run_loadgen
+from ..processes.loadgen import SATURATION, LoadgenError, LoadgenResult, client_cores, deadline_for, run_loadgen
 from ..model import LoadgenReport
 from ..catalog.workloads import Point
 
@@ -64,8 +64,7 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
                            "(a worker was replaced mid-cell?)")
     waited = start_at - time.time()
     r = run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate,
-                    extra_args=["--shard", f"{index}/{count}", "--start-at", f"{start_at:.6f}"],
-                    time_limit=deadline_for(point) + LEAD_S)
+                    shard=(index, count), start_at=start_at, time_limit=deadline_for(point) + LEAD_S)
     # CPU share over the time the shard ran load, not the wait for the common start
     active = max(r.wall_s - waited, 1e-3)
     pct = 100.0 * r.client_cpu_s / active
@@ -75,7 +74,7 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
             "start_skew_basis_s": shards.actual_start_s(rep), "wall_s": round(r.wall_s, 3),
             "client_cpu_s": round(r.client_cpu_s, 3), "client_cpu_percent": round(pct, 1),
             "client_saturated": saturated, "client_cores": r.client_cores,
-            "host_cpus": len(client_cpus) if client_cpus else (os.cpu_count() or 1), "loadgen": rep}
+            "host_cpus": client_cores(client_cpus), "loadgen": rep}
 
 
 def _warm() -> bool:

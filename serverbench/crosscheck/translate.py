@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..catalog.workloads import Point, parse_duration
+from ..processes.loadgen import command_line
 from .tools import TOOLS
 
 CROSSCHECK_PATH = "/tenth?ms=0"
@@ -336,17 +337,13 @@ def _locust(p: Point, url: str, timeout: float, cores: int, hint: int | None, no
 
 
 def _loadgen(p: Point, url: str, timeout: float, cores: int, hint: int | None, notes: list[str]) -> Translation:
-    args = p.model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []}) \
-        .loadgen_args(url.partition("/tenth")[0], CROSSCHECK_PATH)
-    if "--warmup" in args:  # the other tools start cold too: no unrecorded warm-up inside the cell
-        i = args.index("--warmup")
-        del args[i:i + 2]
-    if p.threads is None:
-        args += ["--threads", str(cores)]
+    # the other tools start cold too: no unrecorded warm-up inside the cell (open_warmup=False)
+    args = command_line(p.model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []}),
+                        url.partition("/tenth")[0], CROSSCHECK_PATH, threads=cores, open_warmup=False,
+                        json_path="{dir}/" + OUTPUT_FILE)
     threads = p.threads or cores
     planned, limit = _bounds(p, timeout, 1.0)
-    return Invocation("loadgen", args + ["--json", "{dir}/" + OUTPUT_FILE, "--quiet"],
-                      cores=max(1, min(threads, cores)), planned_s=planned, limit_s=limit,
+    return Invocation("loadgen", args, cores=max(1, min(threads, cores)), planned_s=planned, limit_s=limit,
                       co_corrected=p.mode == "open")
 
 

@@ -4,9 +4,9 @@ load generator, the sampler that reads their CPU and memory.
 supervisor.py  start a row's server pinned to its CPUs, wait for readiness, stop its process group
 sampler.py     psutil sampling of a process tree: totals, a per-second series, its death
 memlimit.py    a memory ceiling for a server's tree (cgroup v2, else an RSS watchdog)
-loadgen.py     run the loadgen binary pinned to the client CPUs and validate its JSON
+loadgen.py     loadgen's command line (built here only), run pinned to the client CPUs, its JSON validated
 target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
 
-May import: paths, model, catalog. Hands out `run_server`, `Sampler`, `run_loadgen`, `SATURATION`
+May import: paths, model, catalog. Hands out `run_server`, `Sampler`, `run_loadgen`, `command_line`, `SATURATION`
 (the client-bound rule) to verify, cluster, run, crosscheck and cost.
 """

@@ -1,5 +1,9 @@
 """Run the loadgen binary for one point and parse its `loadgen/1` JSON.
 
+loadgen's command line is built here and nowhere else (`command_line`): a point's load, the
+threads, a warm-up, a shard's share and start, the result file. tests/test_loadgen_flags.py holds
+every flag it can write against the built binary's `--help`.
+
 The loadgen runs pinned to the client CPUs. Its own CPU time comes from `os.wait4` on
 its pid (exact rusage of that child, unaffected by other children of the harness).
 
@@ -21,7 +25,7 @@ from typing import Any
 
 from ..model import LoadgenFormatError, LoadgenReport
 from .supervisor import die_with_parent, pinned
-from ..catalog.workloads import Point, parse_duration
+from ..catalog.workloads import OPEN_LOOP_WARMUP, Point, parse_duration
 
 SATURATION = 0.90
 
@@ -33,7 +37,7 @@ class LoadgenError(Exception):
 @dataclass
 class LoadgenResult:
     report: LoadgenReport  # the validated loadgen/1 JSON
-    args: list[str]  # the loadgen arguments used (after the binary)
+    args: list[str]  # the loadgen arguments used (after the binary; command_line)
     wall_s: float
     client_cpu_s: float
     client_cpu_percent: float  # 100 = one core
@@ -111,28 +115,138 @@ def _stop(pid: int) -> None:
             time.sleep(0.02)
 
 
+def client_cores(client_cpus: list[int] | None) -> int:
+    """CPUs a client may use: those it is pinned to, else the machine's."""
+    return len(client_cpus) if client_cpus else (os.cpu_count() or 1)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _load_args(p: Point, rate: float | None, open_warmup: bool) -> list[str]:
+    """The flags of a point's load (docs/DESIGN.md's table): one per field the point sets."""
+    args: list[str] = []
+    if p.method:
+        args += ["--method", p.method]
+    for h in p.headers:
+        args += ["--header", h]
+    if p.body is not None:
+        args += ["--body", p.body]
+    if p.connections is not None:
+        args += ["--connections", str(p.connections)]
+    if p.threads is not None:
+        args += ["--threads", str(p.threads)]
+    if p.requests is not None:
+        args += ["--requests", str(p.requests)]
+        if p.time_limit is not None:  # loadgen stops at whichever comes first
+            args += ["--duration", p.time_limit]
+    elif p.duration is not None:
+        args += ["--duration", p.duration]
+    if p.mode == "open":
+        r = rate if rate is not None else p.rate
+        if r is None or isinstance(r, str):
+            raise ValueError(f"point {p.label!r}: rate {p.rate!r} needs a calibrated rate")
+        args += ["--rate", _num(float(r))]
+        if p.poisson:
+            args.append("--poisson")
+        # Open load on a cold client opens a connection per early request and stalls for tens of
+        # ms (measured); warm the pool up at the target rate, unrecorded.
+        if open_warmup:
+            args += ["--warmup", OPEN_LOOP_WARMUP]
+    if p.max_connections is not None:
+        args += ["--max-connections", str(p.max_connections)]
+    return args + _session_args(p) + _connection_args(p) + _noise_args(p)
+
+
+def _session_args(p: Point) -> list[str]:
+    args: list[str] = []
+    if p.mode == "sessions":
+        args += ["--users", str(p.users)]
+        if p.ramp is not None:
+            args += ["--ramp", p.ramp]
+        if p.spawn_rate is not None:
+            args += ["--spawn-rate", _num(p.spawn_rate)]
+        if p.session_requests is not None:
+            args += ["--session-requests", str(p.session_requests)]
+        if p.loop_sessions:
+            args.append("--loop-sessions")
+    if p.think is not None:
+        args += ["--think", p.think]
+    if p.think_jitter is not None:
+        args += ["--think-jitter", _num(p.think_jitter)]
+    if p.stages is not None:
+        args += ["--stages", p.stages]
+    return args
+
+
+def _connection_args(p: Point) -> list[str]:
+    args: list[str] = []
+    if not p.keepalive:
+        args.append("--no-keepalive")
+    if p.pipeline is not None:
+        args += ["--pipeline", str(p.pipeline)]
+    if p.timeout is not None:
+        args += ["--timeout", p.timeout]
+    if p.connect_timeout is not None:
+        args += ["--connect-timeout", p.connect_timeout]
+    if p.seed is not None:
+        args += ["--seed", str(p.seed)]
+    return args
+
+
+def _noise_args(p: Point) -> list[str]:
+    if p.noise is None:
+        return []
+    args = ["--noise", p.noise]
+    for flag, v in (("--noise-connections", p.noise_connections), ("--noise-interval", p.noise_interval),
+                    ("--noise-read-rate", p.noise_read_rate), ("--noise-path", p.noise_path),
+                    ("--noise-lead", p.noise_lead)):
+        if v is not None:
+            args += [flag, str(v)]
+    return args
+
+
+def command_line(point: Point, base_url: str, default_path: str, *, threads: int, json_path: str,
+                 rate: float | None = None, open_warmup: bool = True, warmup: str | None = None,
+                 shard: tuple[int, int] | None = None, start_at: float | None = None) -> list[str]:
+    """loadgen's arguments (after the program) for `point` against `base_url`, its result to `json_path`.
+
+    `rate` overrides the point's (a calibrated "N%" rate); `threads` when the point sets none (the
+    client's CPUs, or a peer tool's cores); `open_warmup`: open load's unrecorded pool warm-up (the
+    cross-check runs every tool cold); `warmup`: a warm-up before the measured window; `shard`
+    (i, N) and `start_at` (Unix seconds): one shard of a load split over the cluster's workers."""
+    if point.mode == "capacity":
+        raise ValueError(f"point {point.label!r}: capacity points are stepped by the runner")
+    path = point.path or default_path
+    if not path.startswith("/"):
+        path = "/" + path
+    args = [base_url.rstrip("/") + path, *_load_args(point, rate, open_warmup)]
+    if point.threads is None:
+        args += ["--threads", str(threads)]
+    if warmup:
+        args += ["--warmup", warmup]
+    if shard is not None:
+        args += ["--shard", f"{shard[0]}/{shard[1]}"]
+    if start_at is not None:
+        args += ["--start-at", f"{start_at:.6f}"]
+    return args + ["--json", json_path, "--quiet"]
+
+
 def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
                 rate: float | None = None, timeout_grace: float = 15.0,
                 warmup: str | None = None, time_limit: float | None = None,
-                extra_args: list[str] | None = None) -> LoadgenResult:
+                shard: tuple[int, int] | None = None, start_at: float | None = None) -> LoadgenResult:
     """Run loadgen for `point` against `url` and return its parsed result and client usage.
 
-    `rate` overrides the point's rate (calibrated "N%" rates); `warmup` passes loadgen's
-    --warmup; the process is killed when it overruns its planned time + `timeout_grace`.
-    Threads default to the number of client CPUs when the point leaves them unset; `extra_args`
-    go to loadgen as they are (a shard's --shard and --start-at)."""
+    `rate`, `warmup`, `shard` and `start_at` as for `command_line`; the process is killed when it
+    overruns its planned time (`time_limit`, else the point's) + `timeout_grace`. Threads default to
+    the number of client CPUs when the point leaves them unset."""
     exe = binary()
     if not exe.is_file():
         raise _missing(exe)
-    ncpu = len(client_cpus) if client_cpus else (os.cpu_count() or 1)
-    args = point.loadgen_args(url, default_path, rate=rate)
-    if point.threads is None:
-        args += ["--threads", str(ncpu)]
-    if warmup:
-        args += ["--warmup", warmup]
-    args += extra_args or []
-    threads = point.threads or ncpu
-    cores = max(1, min(threads, ncpu))
+    ncpu = client_cores(client_cpus)
+    cores = max(1, min(point.threads or ncpu, ncpu))
     extra = parse_duration(warmup) if warmup else 0.0
     limit = (time_limit if time_limit is not None else deadline_for(point)) + extra
     fd, name = tempfile.mkstemp(prefix="serverbench-loadgen-", suffix=".json")
@@ -140,9 +254,11 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
     out = Path(name)
     keep = False  # an invalid result is kept on disk so the error can name it
     try:
-        cmd = _pin([str(exe), *args, "--json", str(out), "--quiet"], client_cpus)
+        args = command_line(point, url, default_path, threads=ncpu, json_path=str(out), rate=rate, warmup=warmup,
+                            shard=shard, start_at=start_at)
         try:
-            data, wall, ru, stderr_tail = _execute(cmd, exe, out, limit, timeout_grace)
+            data, wall, ru, stderr_tail = _execute(_pin([str(exe), *args], client_cpus), exe, out, limit,
+                                                   timeout_grace)
             report = validate(data, str(out))
         except LoadgenError as e:
             keep = str(e).startswith(str(out))
