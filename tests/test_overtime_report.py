@@ -14,7 +14,7 @@ from typing import Any
 from serverbench.results import aggregate
 from serverbench.exporters import to_csv, to_html, to_markdown
 from serverbench.model import CellRecord
-from serverbench.run.runner import over_time_metrics
+from serverbench.run.measure import over_time_metrics
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SERVERS = {"fast": "event-loop", "queue": "thread-pool", "shed": "actor", "dies": "process-pool",

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from serverbench.processes.sampler import CPUS_COLUMN, SERIES_COLUMNS, Sampler, Usage
+from serverbench.run.measure import SAMPLE_INTERVAL
 
 from conftest import LIFECYCLE, wait_all_gone
 
@@ -48,7 +49,7 @@ def burner():
 def test_child_cpu_is_counted_even_after_it_exits(burner) -> None:
     """The root sleeps; all CPU is its child's, which exits before stop()."""
     p = burner("0.45")
-    s = Sampler(p.pid).start()
+    s = Sampler(p.pid, interval=SAMPLE_INTERVAL).start()
     child_cpu = float(read_line(p).removeprefix("child_cpu="))
     assert read_line(p) == "done"  # the child has exited
     u = s.stop()
@@ -101,12 +102,12 @@ def test_idle_process_uses_almost_nothing() -> None:
 def test_vanished_process_and_misuse() -> None:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
-    u = Sampler(p.pid).start().stop()
+    u = Sampler(p.pid, interval=SAMPLE_INTERVAL).start().stop()
     assert (u.processes_peak, u.rss_peak_bytes, u.cpu_user_s) == (0, 0, 0.0)
     assert u.died_at_s == 0.0  # gone before the first sample
     with pytest.raises(RuntimeError, match="before start"):
-        Sampler(p.pid).stop()
-    s = Sampler(p.pid).start()
+        Sampler(p.pid, interval=SAMPLE_INTERVAL).stop()
+    s = Sampler(p.pid, interval=SAMPLE_INTERVAL).start()
     with pytest.raises(RuntimeError, match="called twice"):
         s.start()
     s.stop()
@@ -135,7 +136,7 @@ def _rows(u: Usage) -> list[dict]:
 def test_per_second_series_follows_a_growing_server(grower) -> None:
     """8 MiB more every 0.2 s: each second's row holds about 40 MiB more than the one before."""
     p = grower("8")
-    s = Sampler(p.pid, cpus=sorted(os.sched_getaffinity(0))).start()
+    s = Sampler(p.pid, interval=SAMPLE_INTERVAL, cpus=sorted(os.sched_getaffinity(0))).start()
     time.sleep(3.3)
     u = s.stop()
     rows = _rows(u)
@@ -158,7 +159,7 @@ def test_per_second_series_follows_a_growing_server(grower) -> None:
 
 def test_a_server_that_exits_mid_run_is_recorded_with_the_time_it_died(grower) -> None:
     p = grower("4", "--exit-after", "1.2")
-    s = Sampler(p.pid).start()
+    s = Sampler(p.pid, interval=SAMPLE_INTERVAL).start()
     time.sleep(2.6)
     u = s.stop()  # p is our child: a zombie until reaped, which the sampler counts as gone
     assert p.poll() == 7
@@ -177,7 +178,7 @@ def test_rss_limit_calls_back_once_when_the_tree_passes_it(grower) -> None:
     def kill(rss: int) -> None:
         hits.append(rss)
         p.kill()
-    s = Sampler(p.pid, rss_limit=base + 30 * 2**20, on_rss_limit=kill).start()
+    s = Sampler(p.pid, interval=SAMPLE_INTERVAL, rss_limit=base + 30 * 2**20, on_rss_limit=kill).start()
     time.sleep(2.5)
     u = s.stop()
     assert len(hits) == 1 and hits[0] > base + 30 * 2**20
@@ -196,7 +197,7 @@ def test_other_processes_are_counted_on_the_server_cpus_only(grower) -> None:
     os.sched_setaffinity(p.pid, {cpus[0]})
     shares = {}
     for where in (cpus[0], cpus[1]):
-        s = Sampler(p.pid, cpus=[cpus[0]]).start()
+        s = Sampler(p.pid, interval=SAMPLE_INTERVAL, cpus=[cpus[0]]).start()
         busy = subprocess.Popen(["taskset", "-c", str(where), sys.executable, "-c", loop])
         try:
             busy.wait(10)

@@ -142,7 +142,7 @@ def test_every_folder_says_what_it_owns_and_may_import() -> None:
 # shared vocabulary and the folders before it; the CLI's modules sit above them all.
 FOLDERS = ["catalog", "processes", "verify", "overtime", "cluster", "run", "crosscheck", "results", "cost",
            "charts", "exporters"]
-VOCABULARY = {"paths", "model", "store", "formatting", "console", "fairness"}
+VOCABULARY = {"paths", "model", "store", "formatting", "console", "fairness", "saturation"}
 
 
 def _place(mod: str) -> int | None:

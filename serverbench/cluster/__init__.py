@@ -6,6 +6,6 @@ remote_server.py  `--server-on-cluster`: a Dask actor builds, verifies, starts a
                   server on its machine, under a lease
 shards.py         the exact merge of N shards' loadgen reports (counts, histograms, timelines)
 
-May import: paths, model, fairness, catalog, processes, verify. Dask is imported only when a cluster is used.
+May import: paths, model, fairness, saturation, catalog, processes, verify. Dask is imported only when a cluster is used.
 Hands out `LoadCluster`, `run_remote` to run, and `merge`/`merge_encoded` to run and results.
 """

@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 from . import shards
-from ..processes.loadgen import SATURATION, LoadgenError, LoadgenResult, client_cores, deadline_for, run_loadgen
+from ..processes.loadgen import LoadgenError, LoadgenResult, client_cores, deadline_for, run_loadgen
+from ..saturation import saturated
 from ..model import LoadgenReport
 from ..catalog.workloads import Point
 
@@ -68,12 +69,11 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
     # CPU share over the time the shard ran load, not the wait for the common start
     active = max(r.wall_s - waited, 1e-3)
     pct = 100.0 * r.client_cpu_s / active
-    saturated = pct >= SATURATION * 100.0 * r.client_cores
     rep = r.report.dump()
     return {"index": index, "host": socket.gethostname(), "pid": os.getpid(), "started_at": rep.get("started_at"),
             "start_skew_basis_s": shards.actual_start_s(rep), "wall_s": round(r.wall_s, 3),
             "client_cpu_s": round(r.client_cpu_s, 3), "client_cpu_percent": round(pct, 1),
-            "client_saturated": saturated, "client_cores": r.client_cores,
+            "client_saturated": saturated(pct, r.client_cores), "client_cores": r.client_cores,
             "host_cpus": client_cores(client_cpus), "loadgen": rep}
 
 
@@ -233,15 +233,15 @@ def merged_result(results: list[dict[str, Any]]) -> LoadgenResult:
     wall = max(r["wall_s"] for r in results)
     # shards on one machine share its CPUs (local:N shares the client CPUs): saturation is
     # judged per host, against the cores its shards could use together
-    cores, saturated = 0, any(r["client_saturated"] for r in results)
+    cores, bound = 0, any(r["client_saturated"] for r in results)
     for host in {r["host"] for r in results}:
         on = [r for r in results if r["host"] == host]
         c = min(sum(r["client_cores"] for r in on), min(r.get("host_cpus") or 1 for r in on))
         cores += c
-        saturated |= sum(r["client_cpu_percent"] for r in on) >= SATURATION * 100.0 * c
+        bound |= saturated(sum(r["client_cpu_percent"] for r in on), c)
     return LoadgenResult(report=report, args=[], wall_s=wall, client_cpu_s=cpu,
                          client_cpu_percent=sum(r["client_cpu_percent"] for r in results),
-                         client_saturated=saturated, client_cores=cores,
+                         client_saturated=bound, client_cores=cores,
                          extra={"shards": len(results), "shard_start_skew_ms": skew})
 
 

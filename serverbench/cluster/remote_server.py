@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
-from ..processes.supervisor import ServerStartError
+from ..processes.server import UsageSampler
+from ..processes.supervisor import ServerProcess, ServerStartError
 
 LEASE_S = 30.0
 RENEW_S = 5.0
@@ -55,8 +56,8 @@ class ServerHost:
         self.lease_s = lease_s
         self.host = worker_host()
         self._stack: contextlib.ExitStack | None = None
-        self._srv: Any = None
-        self._sampler: Any = None
+        self._srv: ServerProcess | None = None
+        self._sampler: UsageSampler | None = None
         self._renewed = time.monotonic()
         self._lock = threading.Lock()
         threading.Thread(target=self._watch_lease, daemon=True, name="server-lease").start()
@@ -132,7 +133,7 @@ class ServerHost:
             self._stack = self._srv = None
             if stack is not None:
                 stack.close()
-            return {"stopped_cleanly": getattr(srv, "stopped_cleanly", None)}
+            return {"stopped_cleanly": None if srv is None else srv.stopped_cleanly}
 
     def alive(self) -> bool:
         return self._srv is not None and self._srv.alive()
@@ -152,18 +153,11 @@ class ServerHost:
 
     # -- sampling the measured run ---------------------------------------------------------
     def sample_start(self, interval: float) -> None:
-        from ..processes import memlimit
-        from ..processes.sampler import Sampler
+        """Sample the server here, as a local run samples its own (with the memory watchdog, if any)."""
         srv = self._srv
         if srv is None:
             raise ServerStartError(f"server '{self.m.id}' is not running on {self.host}")
-        mem = srv.memory
-        if mem is not None and mem.method == memlimit.WATCHDOG:
-            self._sampler = Sampler(srv.pid, interval=interval, cpus=srv.cpus, rss_limit=mem.limit_bytes,
-                                    on_rss_limit=lambda _rss: srv.kill())
-        else:
-            self._sampler = Sampler(srv.pid, interval=interval, cpus=srv.cpus)
-        self._sampler.start()
+        self._sampler = srv.sampler(interval).start()
 
     def sample_stop(self) -> dict[str, Any] | None:
         return self._stop_sampler()
@@ -186,7 +180,7 @@ def _call(actor: Any, name: str, *args: Any) -> Any:
 
 
 class RemoteSampler:
-    """The runner's sampler interface, sampling on the server's machine."""
+    """A UsageSampler (processes/server.py) sampling on the server's machine."""
 
     def __init__(self, actor: Any, interval: float) -> None:
         self.actor, self.interval = actor, interval
@@ -213,7 +207,7 @@ class RemoteMemory:
 
 
 class RemoteServer:
-    """A server started by a ServerHost actor, seen from the harness."""
+    """A server started by a ServerHost actor, seen from the harness: a `Server` (processes/server.py)."""
 
     def __init__(self, actor: Any, info: dict[str, Any]) -> None:
         self.actor = actor

@@ -4,5 +4,7 @@ tools (which tools, where, which version, how installed) → translate (workload
 command line or script) → parsers (a tool's own output → figures) → servercount (the /tenth counter)
 → execute (a tool run pinned, bounded, with its rusage) → session (servers × tools → stored cells).
 The comparison itself is judged in results/aggregate_tools.py, read by every output.
-May import: paths, model, store, catalog, processes, run (the verdict gate, the run's life).
+Every measurement goes through run/measure.py (the gate, the repetition order, the warm-up, the
+sampling, the client-bound rule), as a run's does; nothing here imports run/runner.py.
+May import: paths, model, saturation, store, catalog, processes, run (the measuring core, the run's life).
 Hands out `run_crosscheck` to the CLI and the tool table to results."""

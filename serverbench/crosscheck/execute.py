@@ -16,9 +16,10 @@ from pathlib import Path
 
 from ..processes.sampler import Sampler
 from ..processes.supervisor import die_with_parent, pinned
+from ..run.measure import SAMPLE_INTERVAL
+from ..saturation import saturated
 from .translate import Invocation
 
-SAMPLE_INTERVAL = 0.2
 MAX_FILE_BYTES = 4 << 20  # result files larger than this are not kept (Locust's history, say)
 # k6 would otherwise report usage to its vendor; nothing here leaves the machine
 TOOL_ENV = {"K6_NO_USAGE_REPORT": "true"}
@@ -26,6 +27,8 @@ TOOL_ENV = {"K6_NO_USAGE_REPORT": "true"}
 
 @dataclass
 class ToolOutput:
+    """One tool run: what it printed and wrote, and what its client used (a `Load` of run/measure.py)."""
+
     stdout: str
     stderr: str
     files: dict[str, str] = field(default_factory=dict)  # what the tool wrote into its directory
@@ -34,13 +37,19 @@ class ToolOutput:
     cpu_s: float = 0.0
     argv: list[str] = field(default_factory=list)  # the command as run, pinning excluded
     cpu_peak_percent: float | None = None  # the tool's busiest sampling interval, 100 = one core
+    cores: int = 1  # cores the tool could use (its invocation's): the saturation denominator
 
     @property
     def killed(self) -> bool:
         return self.exit_code is None
 
-    def cpu_percent(self) -> float:
+    @property
+    def client_cpu_percent(self) -> float:
         return 100.0 * self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def client_saturated(self) -> bool:
+        return saturated(self.client_cpu_percent, self.cores)
 
 
 def _stop_group(pid: int) -> float | None:
@@ -110,7 +119,7 @@ def run_tool(exe: Path, inv: Invocation, client_cpus: list[int] | None) -> ToolO
             if f.stat().st_size <= MAX_FILE_BYTES:
                 files[f.name] = f.read_text(errors="replace")
         shown = [a.replace("{dir}", "$DIR") for a in inv.args]
-    return ToolOutput(stdout, stderr, files, code, wall, cpu, [inv.tool, *shown], round(peak, 1))
+    return ToolOutput(stdout, stderr, files, code, wall, cpu, [inv.tool, *shown], round(peak, 1), inv.cores)
 
 
 __all__ = ["run_tool", "ToolOutput"]

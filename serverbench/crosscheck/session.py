@@ -1,12 +1,13 @@
 """A cross-check: servers × workload points × tools → one stored cell each, with the server's count.
 
 Per (repetition, server): the server starts fresh, pinned like a run; an unrecorded loadgen warm-up
-on /tenth?ms=0; then per point each tool in turn — loadgen first (its count sizes drill and ab on
-duration points), the others in the order asked (reversed on even repetitions) — each between two
-reads of the server's /tenth counter, with the server's process tree sampled. Cells go into a run
-of their own under the workload `crosscheck:<name>`, point `<label> · <tool>`; the figures that
-only a cross-check has are the cell's `CellMetrics.tool` (model.ToolRun). Nothing here judges:
-aggregate_tools.py does.
+on /tenth?ms=0 (the runner's brief warm-up); then per point each tool in turn — loadgen first (its
+count sizes drill and ab on duration points), the others in the order asked (reversed on even
+repetitions) — each between two reads of the server's /tenth counter, with the server's process
+tree sampled. The gate, the repetition order, the warm-up, the sampling and the client-bound rule
+are the measuring core's (run/measure.py), as a run's are. Cells go into a run of their own under
+the workload `crosscheck:<name>`, point `<label> · <tool>`; the figures that only a cross-check has
+are the cell's `CellMetrics.tool` (model.ToolRun). Nothing here judges: aggregate_tools.py does.
 """
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from typing import Any
 
 from .. import paths
 from ..processes import supervisor
+from ..processes.server import Server
+from ..run import measure
 from ..run.events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from ..run.lifecycle import MatrixResult, measured_run
 from ..run.fingerprint import fingerprint as take_fingerprint
-from ..processes.loadgen import SATURATION, LoadgenError, run_loadgen
+from ..processes.loadgen import LoadgenError, LoadgenResult, client_cores, run_loadgen
 from ..model import CellMetrics, CellRecord, RunOptions, ToolRun
-from ..run.runner import _Gate, usage_metrics
-from ..processes.sampler import Sampler
 from ..store import Store, now_iso
 from ..catalog.workloads import Point, Workload
 from . import tools as tool_table
@@ -32,9 +33,7 @@ from .servercount import CounterError, answered, read_counter
 from .translate import CROSSCHECK_PATH, Invocation, Unsupported, translate
 
 PREFIX = "crosscheck:"
-SAMPLE_INTERVAL = 0.2
 SETTLE_S = 0.5  # between two tools: let the previous one's connections close
-WARMUP_CONNECTIONS = 64
 
 
 class CrosscheckError(Exception):
@@ -93,7 +92,7 @@ class Session:
                  run_id: int, emit: Listener) -> None:
         self.store, self.opts, self.manifests, self.w = store, opts, manifests, workload
         self.run_id, self.emit = run_id, emit
-        self.gate = _Gate(store, opts.allow_unverified)
+        self.gate = measure.Gate(store, opts.allow_unverified)
         self.size = workload.size(opts.full)
         self.points = [_point(p, opts.duration) for p in self.size.points]
 
@@ -106,16 +105,15 @@ class Session:
         self.emit(CellFinished(cell, advance))
 
     def run(self) -> None:
-        for rep in range(1, self.opts.repeat + 1):
-            for m in (self.manifests if rep % 2 else self.manifests[::-1]):
-                # a tool whose load the row failed a feature check for (ab: HTTP/1.0) is skipped alone
-                why = {t: self.gate.reason(m, self.w, t) for t in self.opts.tools}
-                for t in [t for t, r in why.items() if r is not None]:
-                    for p in self.points:
-                        self._record(self._cell(m.id, p, t, rep, "skipped", why[t]), 0.0)
-                tools = [t for t, r in why.items() if r is None]
-                if tools:
-                    self._server(m, rep, tools)
+        for rep, m in measure.rounds(self.opts.repeat, self.manifests):
+            # a tool whose load the row failed a feature check for (ab: HTTP/1.0) is skipped alone
+            why = {t: self.gate.reason(m, self.w, t) for t in self.opts.tools}
+            for t in [t for t, r in why.items() if r is not None]:
+                for p in self.points:
+                    self._record(self._cell(m.id, p, t, rep, "skipped", why[t]), 0.0)
+            tools = [t for t, r in why.items() if r is None]
+            if tools:
+                self._server(m, rep, tools)
 
     def _cell(self, server: str, p: Point, tool: str, rep: int, status: str, error: str | None = None,
               run: ToolRun | None = None) -> CellRecord:
@@ -146,22 +144,22 @@ class Session:
                     self._record(self._cell(m.id, p, t, rep, "failed",
                                             f"server did not start: {str(e).splitlines()[0]}"), 0.0)
 
-    def _warmup(self, srv: Any) -> None:
-        if not self.size.warmup:
-            return
-        p0 = self.points[0]
-        warm = Point(label="warmup", mode="closed", path=CROSSCHECK_PATH, duration=self.size.warmup,
-                     connections=min(WARMUP_CONNECTIONS, p0.connections or p0.users or WARMUP_CONNECTIONS),
-                     keepalive=p0.keepalive, timeout=p0.timeout)
+    def _warmup(self, srv: Server) -> None:
+        """The size's brief warm-up (the runner's before a later point) with the first point's load on
+        the cross-check's path; unrecorded, and every tool then runs cold of its own warm-up."""
+        p0 = self.points[0].model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []})
+
+        def load(point: Point, rate: float | None = None) -> LoadgenResult:
+            return run_loadgen(srv.url, point, default_path=CROSSCHECK_PATH, client_cpus=self.opts.client_cpus,
+                               rate=rate)
         try:
-            run_loadgen(srv.url, warm, default_path=CROSSCHECK_PATH, client_cpus=self.opts.client_cpus)
+            measure.warm_up(load, self.w.kind, self.size, p0, first=False)
         except LoadgenError:
             pass  # a failing server shows in the measured cells, with their own errors
 
-    def _measure(self, srv: Any, m: Any, p: Point, tool: str, rep: int,
+    def _measure(self, srv: Server, m: Any, p: Point, tool: str, rep: int,
                  hint: int | None) -> tuple[CellRecord, ToolFigures | None]:
-        cores = len(self.opts.client_cpus or supervisor.online_cpus())
-        inv = translate(tool, p, srv.url, cores, count_hint=hint)
+        inv = translate(tool, p, srv.url, client_cores(self.opts.client_cpus), count_hint=hint)
         version = tool_table.version(tool)
         base = ToolRun(tool=tool, tool_version=version, source_workload=self.w.name, source_point=p.label,
                        mode=p.mode)
@@ -175,22 +173,19 @@ class Session:
             return self._cell(m.id, p, tool, rep, "skipped", f"{tool} is not installed; "
                               f"{tool_table.get(tool).install_hint()}", base), None
         cell = self._cell(m.id, p, tool, rep, "ok", run=base)
-        usage = None
+        sampling = measure.Sampling(srv)
         try:
             if not srv.alive():
                 raise CounterError(f"server exited with code {srv.returncode()} before this tool")
             before = read_counter(srv.url)
-            sampler = Sampler(srv.pid, interval=SAMPLE_INTERVAL).start()
-            try:
-                out = run_tool(exe, inv, self.opts.client_cpus)
-            finally:
-                usage = sampler.stop().to_dict()
+            out = sampling.run(lambda: run_tool(exe, inv, self.opts.client_cpus))
             after = read_counter(srv.url)
             base.server_counted = answered(before, after)
         except CounterError as e:
             cell.status, cell.error = "failed", str(e)
             cell.log_tail = srv.log_tail(30)
-            cell.metrics = CellMetrics.model_validate({**usage_metrics(usage), "kind": self.w.kind, "tool": base})
+            cell.metrics = CellMetrics.model_validate({**measure.usage_metrics(sampling.usage), "kind": self.w.kind,
+                                                       "tool": base})
             return cell, None
         base.command, base.wall_s, base.exit_code = out.argv, round(out.wall_s, 3), out.exit_code
         base.client_cpu_peak_percent = out.cpu_peak_percent
@@ -216,18 +211,16 @@ class Session:
             what = "planned duration" if p.duration and not out.killed else "wall time"
             base.notes.append(f"{tool} prints no run time: the server's count is divided by its {what} "
                               f"({base.server_basis_s:.2f} s)")
-        pct = out.cpu_percent()
         cell.loadgen = fig.loadgen
         cell.metrics = CellMetrics.model_validate({
-            **usage_metrics(usage), "kind": self.w.kind, "tool": base,
+            **measure.usage_metrics(sampling.usage), "kind": self.w.kind, "tool": base,
             "requests": fig.requests, "ok": fig.ok, "errors": fig.errors, "timeouts": fig.timeouts,
             "error_classes": fig.error_classes, "p50_us": fig.p50_us, "p90_us": fig.p90_us, "p99_us": fig.p99_us,
             "max_us": fig.max_us, "duration_s": fig.duration_s,
             "rps": fig.ok / fig.duration_s if fig.ok is not None and fig.duration_s else None,
             "connections": p.connections if p.mode == "closed" else None, "users": p.users,
             "target_rate": float(p.rate) if isinstance(p.rate, (int, float)) else None,
-            "client_cpu_percent": round(pct, 1),
-            "client_saturated": pct >= SATURATION * 100.0 * inv.cores,  # loadgen.py's rule
+            **measure.client_metrics(out),
         })
         cell.finished_at = now_iso()
         return cell, figures

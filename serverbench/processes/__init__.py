@@ -1,12 +1,13 @@
 """The processes a measurement starts, watches and stops, each by PID: a server under test, the
 load generator, the sampler that reads their CPU and memory.
 
+server.py      the `Server` protocol every kind of server under test implements, with its sampler
 supervisor.py  start a row's server pinned to its CPUs, wait for readiness, stop its process group
 sampler.py     psutil sampling of a process tree: totals, a per-second series, its death
 memlimit.py    a memory ceiling for a server's tree (cgroup v2, else an RSS watchdog)
 loadgen.py     loadgen's command line (built here only), run pinned to the client CPUs, its JSON validated
 target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
 
-May import: paths, model, catalog. Hands out `run_server`, `Sampler`, `run_loadgen`, `command_line`, `SATURATION`
-(the client-bound rule) to verify, cluster, run, crosscheck and cost.
+May import: paths, model, saturation, catalog. Hands out `Server`, `run_server`, `Sampler`,
+`run_loadgen`, `command_line` to verify, cluster, run, crosscheck and cost.
 """

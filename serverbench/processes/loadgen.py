@@ -5,11 +5,8 @@ threads, a warm-up, a shard's share and start, the result file. tests/test_loadg
 every flag it can write against the built binary's `--help`.
 
 The loadgen runs pinned to the client CPUs. Its own CPU time comes from `os.wait4` on
-its pid (exact rusage of that child, unaffected by other children of the harness).
-
-Client saturation rule: the loadgen can use at most `min(threads, client CPUs)` cores.
-It is *saturated* when its CPU time over wall time reaches 90 % of that — then the
-measured server figures may be limited by the load generator, not the server.
+its pid (exact rusage of that child, unaffected by other children of the harness). It can use at
+most `min(threads, client CPUs)` cores; saturation.py's rule says whether it was the bottleneck.
 """
 from __future__ import annotations
 
@@ -21,13 +18,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..model import LoadgenFormatError, LoadgenReport
+from ..saturation import saturated
 from .supervisor import die_with_parent, pinned
 from ..catalog.workloads import OPEN_LOOP_WARMUP, Point, parse_duration
-
-SATURATION = 0.90
 
 
 class LoadgenError(Exception):
@@ -269,8 +264,7 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
     cpu = ru.ru_utime + ru.ru_stime
     pct = 100.0 * cpu / wall if wall > 0 else 0.0
     return LoadgenResult(report=report, args=args, wall_s=wall, client_cpu_s=cpu, client_cpu_percent=pct,
-                         client_saturated=pct >= SATURATION * 100.0 * cores, client_cores=cores,
-                         stderr_tail=stderr_tail)
+                         client_saturated=saturated(pct, cores), client_cores=cores, stderr_tail=stderr_tail)
 
 
 def _execute(cmd: list[str], exe: Path, out: Path, limit: float, grace: float):
@@ -323,31 +317,3 @@ def _execute(cmd: list[str], exe: Path, out: Path, limit: float, grace: float):
         raise LoadgenError(f"{out}: invalid JSON from loadgen ({e}); rebuild loadgen (`make loadgen`)") from None
     return data, wall, ru, stderr_tail
 
-
-def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
-    """The CellMetrics fields a loadgen result provides."""
-    r = lg.report
-    s = r.summary
-    lat = s.latency_us
-    answered = s.answered_latency_us
-    cfg = r.config
-    measured = float(r.duration_s or lg.wall_s)
-    return {
-        # throughput means successful responses: a server that fails fast must not rank high
-        "rps": s.ok / measured if measured > 0 else 0.0, "responses_rps": s.rps,
-        "requests": s.requests, "ok": s.ok, "errors": s.errors,
-        "due": s.due, "never_sent": s.never_sent, "dropped": s.dropped,
-        "answered_p50_us": answered.p50 if answered else None,
-        "answered_p99_us": answered.p99 if answered else None,
-        "timeouts": r.error_classes.get("timeout", 0), "error_classes": r.error_classes,
-        "p50_us": lat.p50, "p75_us": lat.p75, "p90_us": lat.p90, "p99_us": lat.p99,
-        "p999_us": lat.p99_9, "p9999_us": lat.p99_99, "max_us": lat.max, "mean_us": lat.mean,
-        "duration_s": r.duration_s, "missed_sends": s.missed_sends,
-        "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
-        "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
-        "max_connections": cfg.get("max_connections"),
-        "client_cpu_percent": round(lg.client_cpu_percent, 1), "client_saturated": lg.client_saturated,
-        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
-        "noise": (r.model_extra or {}).get("noise"),
-        "fairness": (r.model_extra or {}).get("fairness"),
-    }

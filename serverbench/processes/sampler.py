@@ -111,13 +111,14 @@ class _Counters:
 
 
 class Sampler:
-    """Sample process `pid` and all its descendants every `interval` s in a thread.
+    """Sample process `pid` and all its descendants every `interval` s in a thread (a measured
+    server: run/measure.SAMPLE_INTERVAL, through the server's own `sampler`).
 
     With `rss_limit`, `on_rss_limit(rss)` is called (once, from the sampling thread) at the first
     sample whose tree RSS exceeds it: between samples the tree may grow past the limit unseen.
     With `cpus` (the server's), each series row also says how busy those CPUs were."""
 
-    def __init__(self, pid: int, interval: float = 0.2, tree_every: float = TREE_REFRESH_S,
+    def __init__(self, pid: int, *, interval: float, tree_every: float = TREE_REFRESH_S,
                  rss_limit: int | None = None, on_rss_limit: Callable[[int], None] | None = None,
                  cpus: list[int] | None = None) -> None:
         self.pid = pid

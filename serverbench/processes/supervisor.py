@@ -33,6 +33,7 @@ from pathlib import Path
 import psutil
 
 from serverbench.processes import memlimit
+from serverbench.processes.sampler import Sampler
 from serverbench import paths
 from serverbench.catalog.environment import server_env
 from serverbench.catalog.manifests import Manifest
@@ -57,6 +58,8 @@ class ServerStartError(Exception):
 
 @dataclass
 class ServerProcess:
+    """A server started here (run_server): the `Server` of processes/server.py."""
+
     manifest: Manifest
     pid: int
     host: str
@@ -100,6 +103,15 @@ class ServerProcess:
         if self._proc is None:
             return
         _signal_all(self._proc.pid, _descendants(self._proc.pid), signal.SIGKILL)
+
+    def sampler(self, interval: float) -> Sampler:
+        """The server's process tree sampled every `interval` s; with a watchdog memory limit the
+        sampler also SIGKILLs the tree the first time its RSS passes the limit."""
+        mem = self.memory
+        if mem is None or mem.method != memlimit.WATCHDOG:
+            return Sampler(self.pid, interval=interval, cpus=self.cpus)
+        return Sampler(self.pid, interval=interval, cpus=self.cpus, rss_limit=mem.limit_bytes,
+                       on_rss_limit=lambda _rss: self.kill())
 
 
 # pid -> server, for stop_all()

@@ -1,8 +1,8 @@
 """`--target URL`: a server the harness did not start (the user's own, or one on another machine).
 
 The runner measures it with the same workloads, but nothing here supervises it: no build, verify,
-start/stop, and no CPU/memory figures (cells say so with `target_url`). `ExternalServer` has the
-parts of a supervised server the runner reads; `NoSampler` stands in for the process sampler.
+start/stop, and no CPU/memory figures (cells say so with `target_url`). `ExternalServer` is a
+`Server` (processes/server.py) with no process here: its sampler is a `NoSampler`.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
+from .server import MemoryCeiling
 from .supervisor import ServerStartError
 
 
@@ -38,9 +39,10 @@ class ExternalManifest:
 class ExternalServer:
     url: str
     pid: int | None = None
+    host: str | None = None
     cpus: list[int] | None = None
     workers: int | None = None
-    memory: Any = None
+    memory: MemoryCeiling | None = None  # never limited here
     _addr: tuple[str, int] = field(default=("", 0), repr=False)
 
     def alive(self) -> bool:
@@ -60,6 +62,13 @@ class ExternalServer:
     def kill(self) -> None:
         """Not ours to kill."""
 
+    def oom_killed(self) -> bool:
+        return False
+
+    def sampler(self, interval: float) -> "NoSampler":
+        """No process here to sample."""
+        return NoSampler()
+
 
 def parse(url: str) -> tuple[str, int]:
     """(host, port) of an http:// URL; ValueError naming the fix."""
@@ -72,7 +81,8 @@ def parse(url: str) -> tuple[str, int]:
 @contextlib.contextmanager
 def external(url: str) -> Iterator[ExternalServer]:
     """The running server at `url`; ServerStartError when it does not accept connections."""
-    srv = ExternalServer(url.rstrip("/"), _addr=parse(url))
+    addr = parse(url)
+    srv = ExternalServer(url.rstrip("/"), host=addr[0], _addr=addr)
     if not srv.alive():
         raise ServerStartError(f"--target {url} does not accept connections; start it first")
     yield srv

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..crosscheck.servercount import rate
 from ..crosscheck.tools import DEFAULT_ORDER, TOOLS
-from ..processes.loadgen import SATURATION  # the client-bound rule: CPU >= 90 % of the cores a client could use
+from ..saturation import saturated  # the client-bound rule: CPU >= 90 % of the cores a client could use
 from ..model import CellRecord
 
 SELF_REPORT_TOLERANCE = 0.05  # a tool's rate within 5 % of the server's count agrees with it
@@ -134,7 +134,7 @@ def _row(cells: list[CellRecord]) -> ToolRow:
     row.client_cpu_peak_percent = _median(t.client_cpu_peak_percent for t in tools if t)
     row.client_bound = any(c.metrics.client_saturated for c in ok)
     peak = row.client_cpu_peak_percent
-    row.client_bound_peak = peak is not None and peak >= SATURATION * 100 * (row.cores or 1)
+    row.client_bound_peak = peak is not None and saturated(peak, row.cores or 1)
     row.server_cpu_percent = _median(c.metrics.cpu_percent for c in ok)
     row.errors = sum(c.metrics.errors or 0 for c in ok)
     row.timeouts = sum(c.metrics.timeouts or 0 for c in ok)

@@ -1,6 +1,9 @@
 """Measuring: servers × workloads × repetitions → stored cells. The only stage that loads a server.
 
-runner.py       the matrix: verdict gates, server starts, warm-up, points, resume, one cell per rep
+measure.py      the measuring core every path shares (runner, cross-check, `--split auto`): the sampling
+                interval, the admission gate, the repetition order, the warm-up, a server sampled while
+                a load runs, the CellMetrics fields of what was measured
+runner.py       the matrix: server starts, points, resume, one cell per rep, through measure.py
 warmup.py       warm-up to steady state: the rule, the one-second rounds, their figures
 capacity.py     capacity points: step the rate up, bisect the bracket
 cores.py        the cores sweep: points per server CPU count, and its figures and warnings
@@ -10,6 +13,6 @@ lifecycle.py    a stored run's life: finished, interrupted or failed
 events.py       what the runner reports while it measures (the CLI renders it)
 
 May import: paths, model, store, catalog, processes, verify, overtime, cluster.
-Hands out `run_matrix` and `MatrixResult` to the CLI; results reads warmup's, cores' and
+Hands out `run_matrix` and `MatrixResult` to the CLI, measure.py's core to crosscheck; results reads warmup's, cores' and
 fingerprint's figures of stored cells.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..processes.loadgen import LoadgenResult
+from ..processes.server import Server
 from ..catalog.workloads import Point, parse_duration
 
 
@@ -14,7 +15,7 @@ def step_point(p: Point, rate: float) -> Point:
                  threads=p.threads)
 
 
-def find_capacity(srv: Any, p: Point,
+def find_capacity(srv: Server, p: Point,
                   lg_run: Callable[..., LoadgenResult]) -> tuple[LoadgenResult, dict[str, Any]]:
     """Step open load up by `p.step` until p99 > limit, errors, missed sends or shortfall.
 

@@ -8,36 +8,32 @@ its points share that one start, except a cores sweep's points (`server_cores`, 
 gets its own start pinned to that many of the server machine's CPUs. Per point: warm-up (a
 separate, unrecorded loadgen run of the size's `warmup`), for `rate = "N%"` a closed-loop
 calibration (64 connections), then the measured run with the server's process tree sampled,
-then the cell is committed on its own.
+then the cell is committed on its own. The gate, the warm-up, the sampling and the figures are the
+measuring core's (measure.py), which the cross-check and the `--split auto` calibration share.
 """
 from __future__ import annotations
 
 import re
-import resource
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..catalog import build, manifests as catalog, doctor
-from . import cores, fixed_rate, split, warmup
+from ..catalog import manifests as catalog
+from . import cores, fixed_rate, measure, split
 from ..processes import memlimit, supervisor
-from ..overtime import overload, soak, timeline
 from .. import paths
 from ..catalog import workloads as wl
 from .capacity import find_capacity
 from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from .lifecycle import MatrixResult, measured_run
 from .fingerprint import fingerprint as take_fingerprint
-from ..processes.loadgen import LoadgenError, LoadgenResult, loadgen_metrics, run_loadgen
+from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
+from ..processes.server import Server
 from ..model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
-from ..processes.sampler import Sampler
 from ..store import Store, now_iso
-from ..verify import kinds
-from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
+from ..catalog.workloads import Point, Size, Workload
 
-# 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
-# 5.6 % of a core on java-threads' 400-thread tree (issue "honest numbers").
-SAMPLE_INTERVAL = 0.2
 LOG_TAIL_LINES = 30
 # Kinds whose result is the behaviour over time: a server that dies mid-run is a finding (the
 # verdict "crashes"), so its cell is kept as measured instead of failed.
@@ -62,178 +58,10 @@ def _with_duration(p: Point, duration: str) -> Point:
     return p.model_copy(update={"duration": duration, "requests": None, "time_limit": None})
 
 
-def _warmup_point(p: Point, warmup: str) -> Point:
-    """Closed points warm up as themselves; other modes with a modest closed load on their path."""
-    if p.mode == "closed":
-        return p.model_copy(update={"label": "warmup", "duration": warmup, "requests": None,
-                                    "time_limit": None})
-    return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
-                 body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
-                 keepalive=p.keepalive, duration=warmup, timeout=p.timeout)
-
-
-def _steady_point(p: Point) -> Point:
-    """One second of the load a point's steady warm-up repeats: closed points and open points at a
-    fixed rate as themselves; points whose own load is a shape or a search (sessions, capacity, a
-    calibrated "N%" rate) as the closed-loop calibration load on their path."""
-    if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
-        return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
-                                    "time_limit": None, "stages": None, "noise": None, "twin": None})
-    return _calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
-
-
 def _planned_s(size: Size, p: Point, first: bool) -> float:
     """A cell's share of the planned time: its warm-up (a start's first point: up to steady_max) and load."""
     steady = size.steady_max_seconds()
     return (steady if first and steady > 0 else size.warmup_seconds()) + p.planned_seconds()
-
-
-def _calibration_point(p: Point) -> Point:
-    return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
-                 body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
-                 duration=p.calibration, threads=p.threads)
-
-
-def _sampler(srv: Any) -> Any:
-    """The server tree's sampler; with a watchdog memory limit it also SIGKILLs the tree past it.
-    A --target server has no process here: nothing is sampled; a server on the cluster is
-    sampled on its own machine."""
-    if hasattr(srv, "sampler"):
-        return srv.sampler(SAMPLE_INTERVAL)
-    if srv.pid is None:
-        from ..processes.target import NoSampler
-        return NoSampler()
-    mem = srv.memory
-    if mem is None or mem.method != memlimit.WATCHDOG:
-        return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus)
-    return Sampler(srv.pid, interval=SAMPLE_INTERVAL, cpus=srv.cpus, rss_limit=mem.limit_bytes,
-                   on_rss_limit=lambda _rss: srv.kill())
-
-
-def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | None, srv: Any) -> dict[str, Any]:
-    """The CellMetrics fields of the cell's behaviour over time: alignment of the server's series,
-    its death, the memory limit, and the overload verdict or soak figures for those kinds."""
-    report = lg.report if lg is not None else None
-    off = timeline.offset_s(report, usage)
-    out: dict[str, Any] = {"series_offset_s": off}
-    died = timeline.on_axis((usage or {}).get("died_at_s"), off)
-    if died is not None:
-        out.update(server_died_at_s=max(0.0, died), server_exit_code=srv.returncode())
-    killed = None
-    if srv.memory is not None:
-        mem = srv.memory
-        out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
-        if mem.method == memlimit.WATCHDOG:
-            killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
-        elif srv.oom_killed():
-            killed = died
-        out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
-    rows = timeline.server_seconds(usage, off)
-    if rows:
-        out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
-        others = [r.others_percent for r in rows if r.others_percent is not None]
-        out["others_cpu_percent"] = round(sum(others) / len(others), 1) if others else None
-    seconds = timeline.load_seconds(report)
-    figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
-               if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)
-    if figures is not None:
-        out.update(figures.metrics())
-    return out
-
-
-def usage_metrics(usage: dict | None) -> dict[str, Any]:
-    """The CellMetrics fields the sampler's usage provides."""
-    if not usage:
-        return {}
-    keys = ("cpu_user_s", "cpu_sys_s", "rss_peak_bytes", "rss_mean_bytes", "threads_peak",
-            "ctx_voluntary", "ctx_involuntary", "processes_peak")
-    out = {k: usage.get(k) for k in keys}
-    out["cpu_percent"] = usage.get("cpu_percent_mean")
-    out["cpu_percent_peak"] = usage.get("cpu_percent_peak")
-    return out
-
-
-class _OwnCpu:
-    """This process's CPU (all threads, sampler included; not its children) since creation."""
-
-    def __init__(self) -> None:
-        self.t0, self.cpu0 = time.monotonic(), self._cpu()
-
-    @staticmethod
-    def _cpu() -> float:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return ru.ru_utime + ru.ru_stime
-
-    def percent(self) -> float:
-        wall = time.monotonic() - self.t0
-        return round(100.0 * (self._cpu() - self.cpu0) / wall, 2) if wall > 0 else 0.0
-
-
-class _Gate:
-    """Why a server cannot be measured (None = it can)."""
-
-    def __init__(self, store: Store, allow_unverified: bool) -> None:
-        self.store = store
-        self.allow_unverified = allow_unverified
-        self.cache: dict[str, str | None] = {}
-        self.external = False
-        # --server-on-cluster: (manifest -> its ServerHost actor, server CPUs); toolchain, build
-        # and verification are judged on the server's machine
-        self.remote: tuple[Any, list[int] | None] | None = None
-
-    def reason(self, m: Any, w: Workload | None = None, tool: str | None = None) -> str | None:
-        """With a workload (and a cross-check's tool): also a feature check the row failed that the
-        workload uses (verify/kinds.py), with --allow-unverified too."""
-        if self.external:  # --target: not built, verified or started here
-            return None
-        if m.id not in self.cache:
-            self.cache[m.id] = self._reason(m)
-        if self.cache[m.id] is None and w is not None:
-            return kinds.not_run(self.store.verdict(m.id), w, tool)
-        return self.cache[m.id]
-
-    def _remote_reason(self, m: Any) -> str | None:
-        assert self.remote is not None
-        host_of, cpus = self.remote
-        actor = host_of(m)
-        g = actor.gate().result()  # may build there: no time limit but the build's own
-        if g["reason"] is not None:
-            return g["reason"]
-        if self.allow_unverified:
-            return None
-        v = self.store.verdict(m.id)
-        if v is None or v.folder_hash != g["hash"]:
-            r = actor.verify(cpus).result()
-            if r.get("problem"):
-                return f"cannot be verified on the server machine: {r['problem']}"
-            self.store.record_verdict(m.id, r["passed"], r["checks"], r["hash"])
-            v = self.store.verdict(m.id)
-        failed = kinds.refused(v) if v is not None else ["no verdict stored"]
-        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
-            return f"failed verification on the server machine ({', '.join(failed)})"
-        return None
-
-    def _reason(self, m: Any) -> str | None:
-        if self.remote is not None:
-            return self._remote_reason(m)
-        a = doctor.check(m, "run")
-        if not a.available:
-            hint = f"; {a.install_hint}" if a.install_hint else ""
-            return f"unavailable: {a.reason or 'missing ' + ', '.join(a.missing)}{hint}"
-        if not build.is_built(m):
-            return f"not built; run `serverbench build {m.id}`"
-        if self.allow_unverified:
-            return None
-        v = self.store.verdict(m.id)
-        if v is None:
-            return f"never verified; run `serverbench verify {m.id}` (or pass --allow-unverified)"
-        failed = kinds.refused(v)
-        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
-            return (f"failed verification ({', '.join(failed)}); fix it and re-run "
-                    f"`serverbench verify {m.id}` (or pass --allow-unverified)")
-        if v.folder_hash and v.folder_hash != build.folder_hash(m):
-            return f"changed since it was verified; re-run `serverbench verify {m.id}`"
-        return None
 
 
 class Runner:
@@ -243,8 +71,7 @@ class Runner:
                  run_id: int, emit: Listener, log_dir: Path) -> None:
         self.store, self.opts, self.manifests, self.workloads = store, opts, manifests, workloads
         self.run_id, self.emit, self.log_dir = run_id, emit, log_dir
-        self.gate = _Gate(store, opts.allow_unverified)
-        self.gate.external = bool(opts.target)
+        self.gate = measure.Gate(store, opts.allow_unverified, external=bool(opts.target))
         self.done = store.done_keys(run_id)
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
@@ -297,16 +124,12 @@ class Runner:
 
     def plan(self) -> list[tuple[int, Any, Workload, Size, list[Point]]]:
         out = []
-        for rep in range(1, self.opts.repeat + 1):
-            # Repetitions are rounds over all servers, every other round in reverse order, so
-            # a machine that drifts during the run (this VM does, by up to 2x over an hour)
-            # weighs on every server alike instead of on whichever ran last.
-            for m in (self.manifests if rep % 2 else self.manifests[::-1]):
-                for w in self.workloads:
-                    s = self.size(w)
-                    todo = [p for p in s.points if (m.id, w.name, p.label, rep) not in self.done]
-                    if todo:
-                        out.append((rep, m, w, s, todo))
+        for rep, m in measure.rounds(self.opts.repeat, self.manifests):
+            for w in self.workloads:
+                s = self.size(w)
+                todo = [p for p in s.points if (m.id, w.name, p.label, rep) not in self.done]
+                if todo:
+                    out.append((rep, m, w, s, todo))
         return out
 
     def planned_seconds(self, plan: list) -> float:
@@ -402,7 +225,7 @@ class Runner:
             return self.load_cluster().server_cpus_online()
         return list(self.machine_cpus)
 
-    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> Any:
+    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> AbstractContextManager[Server]:
         """The server for a round of points: started and supervised here, or the --target.
         `cpus` overrides the run's server CPUs (a cores sweep's point)."""
         if self.opts.target:
@@ -420,30 +243,14 @@ class Runner:
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
                                      memory_limit=self.memory_limit)
 
-    @staticmethod
-    def _warm_up(w: Workload, size: Size, p: Point, first: bool, lg_run: Any) -> warmup.Warmup | None:
-        """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
-        point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`."""
-        if first and size.steady_max_seconds() > 0 and w.kind not in wl.NO_STEADY_KINDS:
-            one = _steady_point(p)
-
-            def one_second() -> float:
-                s = lg_run(one).report
-                return s.summary.ok / s.duration_s if s.duration_s else 0.0
-            return warmup.warm_to_steady(one_second, size.steady_max_seconds())
-        if not size.warmup:
-            return None
-        report = lg_run(_warmup_point(p, size.warmup)).report
-        return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
-
-    def _cell_facts(self, srv: Any, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
+    def _cell_facts(self, srv: Server, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
         """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
         return {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
                 "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(), "noise_twin": p.twin,
                 "target_url": self.opts.target,
-                "server_host": getattr(srv, "host", None) if self.opts.server_on_cluster else None}
+                "server_host": srv.host if self.opts.server_on_cluster else None}
 
-    def run_point(self, srv: Any, m: Any, w: Workload, size: Size, p: Point, rep: int,
+    def run_point(self, srv: Server, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None, first: bool = True) -> CellRecord:
         """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError.
         `first`: the start's first point, warmed to steady state."""
@@ -451,7 +258,7 @@ class Runner:
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
         metrics = self._cell_facts(srv, m, w, size, p)
-        usage = None
+        sampling = measure.Sampling(srv)
         lg: LoadgenResult | None = None
 
         def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
@@ -464,41 +271,31 @@ class Runner:
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} before this point")
             try:
-                warmed = self._warm_up(w, size, p, first, lg_run)
+                warmed = measure.warm_up(lg_run, w.kind, size, p, first)
             except LoadgenError as e:
                 raise LoadgenError(f"warm-up: {e}") from None
             if warmed is not None:
                 metrics.update(warmed.metrics())
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
-            sampler = None
             if p.mode == "capacity":
-                sampler = _sampler(srv).start()
-                try:
-                    lg, extra = find_capacity(srv, p, lg_run)
-                finally:
-                    usage = sampler.stop().to_dict()
+                lg, extra = sampling.run(lambda: find_capacity(srv, p, lg_run))
                 metrics.update(extra)
             else:
                 rate = None
                 if p.rate_fraction is not None:
-                    calib = lg_run(_calibration_point(p))
+                    calib = lg_run(measure.calibration_point(p))
                     cap = float(calib.report.summary.rps or 0.0)
                     if cap <= 0:
                         raise LoadgenError(f"calibration measured 0 rps ({calib.report.summary.errors} errors)")
                     rate = max(1.0, round(cap * p.rate_fraction, 1))
                     metrics["calibration_rps"] = cap
-                own = _OwnCpu()
-                sampler = _sampler(srv).start()
-                try:
-                    lg = lg_run(p, rate)
-                finally:
-                    usage = sampler.stop().to_dict()
-                metrics["harness_cpu_percent"] = own.percent()
+                lg = sampling.run(lambda: lg_run(p, rate))
+                metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
                     metrics["target_rate"] = rate
             cell.loadgen = lg.report
-            metrics = {**loadgen_metrics(lg), **metrics}
+            metrics = {**measure.loadgen_metrics(lg), **metrics}
             if not srv.alive():
                 cell.error = f"server exited with code {srv.returncode()} during the measured run"
                 if w.kind in OVER_TIME_KINDS:  # a finding: the verdict says "crashes"
@@ -508,10 +305,10 @@ class Runner:
         except LoadgenError as e:
             cell.status = "failed"
             cell.error = str(e)
-        cell.usage = usage
-        metrics.update(usage_metrics(usage))
+        usage = cell.usage = sampling.usage
+        metrics.update(measure.usage_metrics(usage))
         if usage is not None:
-            metrics.update(over_time_metrics(w.kind, lg, usage, srv))
+            metrics.update(measure.over_time_metrics(w.kind, lg, usage, srv))
         if cell.status == "failed":
             cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
             if not srv.alive() and "exited" not in (cell.error or ""):
@@ -568,5 +365,4 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     return result[0]
 
 
-__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "loadgen_metrics", "usage_metrics",
-           "over_time_metrics", "OVER_TIME_KINDS"]
+__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "OVER_TIME_KINDS"]

@@ -14,8 +14,6 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import psutil
-
 HEADROOM = 1.3  # the client must be able to drive this multiple of what the server serves at the top count
 REFERENCE = "c-epoll"  # hand-written C, one epoll loop per core: the fastest row in every run so far
 CALIBRATION_S = "3s"
@@ -60,31 +58,16 @@ class CalibrationError(Exception):
     """The calibration could not run (one line: why, and the fix)."""
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its descendants."""
-    try:
-        procs = [psutil.Process(pid)]
-        procs += procs[0].children(recursive=True)
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
 def calibrate(server_cpu: int, client_cpu: int, reference: Any | None = None) -> Calibration:
     """Start the reference row on `server_cpu` ($WORKERS = 1), drive it from one loadgen thread on
-    `client_cpu` for CALIBRATION_S, and divide the requests by each side's CPU seconds."""
+    `client_cpu` for CALIBRATION_S, and divide the requests by each side's CPU seconds (the server's
+    tree sampled by the measuring core, as a measured cell's is)."""
     from ..catalog import build, manifests as catalog, doctor
     from .. import paths
     from ..processes import supervisor
     from ..processes.loadgen import LoadgenError, run_loadgen
     from ..catalog.workloads import Point
+    from . import measure
     m = reference
     if m is None:
         cat = catalog.load_catalog()
@@ -98,9 +81,10 @@ def calibrate(server_cpu: int, client_cpu: int, reference: Any | None = None) ->
     log = paths.LOGS / f"split-calibration-{m.id}.log"
     try:
         with supervisor.run_server(m, cpus=[server_cpu], workers=1, log_path=log, ready_timeout=15) as srv:
-            cpu0, t0 = _tree_cpu(srv.pid), time.monotonic()
-            lg = run_loadgen(srv.url, point, default_path=PATH, client_cpus=[client_cpu], timeout_grace=5)
-            server_cpu_s = _tree_cpu(srv.pid) - cpu0
+            sampling, t0 = measure.Sampling(srv), time.monotonic()
+            lg = sampling.run(lambda: run_loadgen(srv.url, point, default_path=PATH, client_cpus=[client_cpu],
+                                                  timeout_grace=5))
+            server_cpu_s = measure.server_cpu_s(sampling.usage)
             wall = time.monotonic() - t0
     except (supervisor.ServerStartError, LoadgenError) as e:
         raise CalibrationError(f"calibration against {m.id} failed: {str(e).splitlines()[0]}") from None

@@ -1,0 +1,301 @@
+"""The measuring core: how every path that loads a server measures it — the runner's matrix, the
+cross-check's peer tools, the `--split auto` calibration — so that a fix to one rule reaches them all.
+
+Here, once: the sampling interval; the admission gate (whether a row may be measured, and with
+which workload and tool); the order of repetitions; the warm-up (to steady state before a start's
+first point, brief before a later one); sampling a `Server` (processes/server.py: a local process,
+a `--target`, a server on the cluster) while a load runs, with the harness's own CPU; and the
+CellMetrics fields built from what was measured. A load is one loadgen process, Dask shards
+(cluster/load_cluster.py) or a peer tool (crosscheck/execute.py); each says what its client used
+(`Load`), judged by the one client-bound rule (saturation.py).
+"""
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..catalog import build, doctor
+from ..catalog import workloads as wl
+from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
+from ..overtime import overload, soak, timeline
+from ..processes import memlimit
+from ..processes.loadgen import LoadgenResult
+from ..processes.server import Server
+from ..store import Store
+from ..verify import kinds
+from . import warmup
+
+# 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
+# 5.6 % of a core on java-threads' 400-thread tree (issue "honest numbers").
+SAMPLE_INTERVAL = 0.2
+
+T = TypeVar("T")
+R = TypeVar("R")
+# One loadgen run of a point against the server under test (one process, or shards on the
+# cluster's workers), at an optional calibrated rate.
+PointLoad = Callable[..., LoadgenResult]
+
+
+class Load(Protocol):
+    """A load that ran against the server, as the core reads its client: one loadgen process or
+    merged Dask shards (processes/loadgen.LoadgenResult) or a peer tool (crosscheck's ToolOutput)."""
+
+    @property
+    def client_cpu_percent(self) -> float:
+        """The client's CPU over its wall time, 100 = one core."""
+        ...
+
+    @property
+    def client_saturated(self) -> bool:
+        """saturation.saturated() of that CPU against the cores the client could use."""
+        ...
+
+
+# -- what a cell records --------------------------------------------------------------------------
+def client_metrics(load: Load) -> dict[str, Any]:
+    """The CellMetrics fields of the client that drove a load."""
+    return {"client_cpu_percent": round(load.client_cpu_percent, 1), "client_saturated": load.client_saturated}
+
+
+def usage_metrics(usage: dict | None) -> dict[str, Any]:
+    """The CellMetrics fields the sampler's usage provides."""
+    if not usage:
+        return {}
+    keys = ("cpu_user_s", "cpu_sys_s", "rss_peak_bytes", "rss_mean_bytes", "threads_peak",
+            "ctx_voluntary", "ctx_involuntary", "processes_peak")
+    out = {k: usage.get(k) for k in keys}
+    out["cpu_percent"] = usage.get("cpu_percent_mean")
+    out["cpu_percent_peak"] = usage.get("cpu_percent_peak")
+    return out
+
+
+def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
+    """The CellMetrics fields a loadgen result provides."""
+    r = lg.report
+    s = r.summary
+    lat = s.latency_us
+    answered = s.answered_latency_us
+    cfg = r.config
+    measured = float(r.duration_s or lg.wall_s)
+    return {
+        # throughput means successful responses: a server that fails fast must not rank high
+        "rps": s.ok / measured if measured > 0 else 0.0, "responses_rps": s.rps,
+        "requests": s.requests, "ok": s.ok, "errors": s.errors,
+        "due": s.due, "never_sent": s.never_sent, "dropped": s.dropped,
+        "answered_p50_us": answered.p50 if answered else None,
+        "answered_p99_us": answered.p99 if answered else None,
+        "timeouts": r.error_classes.get("timeout", 0), "error_classes": r.error_classes,
+        "p50_us": lat.p50, "p75_us": lat.p75, "p90_us": lat.p90, "p99_us": lat.p99,
+        "p999_us": lat.p99_9, "p9999_us": lat.p99_99, "max_us": lat.max, "mean_us": lat.mean,
+        "duration_s": r.duration_s, "missed_sends": s.missed_sends,
+        "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
+        "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
+        "max_connections": cfg.get("max_connections"),
+        **client_metrics(lg),
+        "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
+        "noise": (r.model_extra or {}).get("noise"),
+        "fairness": (r.model_extra or {}).get("fairness"),
+    }
+
+
+def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | None, srv: Server) -> dict[str, Any]:
+    """The CellMetrics fields of the cell's behaviour over time: alignment of the server's series,
+    its death, the memory limit, and the overload verdict or soak figures for those kinds."""
+    report = lg.report if lg is not None else None
+    off = timeline.offset_s(report, usage)
+    out: dict[str, Any] = {"series_offset_s": off}
+    died = timeline.on_axis((usage or {}).get("died_at_s"), off)
+    if died is not None:
+        out.update(server_died_at_s=max(0.0, died), server_exit_code=srv.returncode())
+    killed = None
+    if srv.memory is not None:
+        mem = srv.memory
+        out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
+        if mem.method == memlimit.WATCHDOG:
+            killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
+        elif srv.oom_killed():
+            killed = died
+        out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
+    rows = timeline.server_seconds(usage, off)
+    if rows:
+        out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
+        others = [r.others_percent for r in rows if r.others_percent is not None]
+        out["others_cpu_percent"] = round(sum(others) / len(others), 1) if others else None
+    seconds = timeline.load_seconds(report)
+    figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
+               if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)
+    if figures is not None:
+        out.update(figures.metrics())
+    return out
+
+
+# -- sampling a server while a load runs --------------------------------------------------------
+class OwnCpu:
+    """This process's CPU (all threads, sampler included; not its children) since creation."""
+
+    def __init__(self) -> None:
+        self.t0, self.cpu0 = time.monotonic(), self._cpu()
+
+    @staticmethod
+    def _cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+
+    def percent(self) -> float:
+        wall = time.monotonic() - self.t0
+        return round(100.0 * (self._cpu() - self.cpu0) / wall, 2) if wall > 0 else 0.0
+
+
+class Sampling:
+    """A server's process tree sampled every SAMPLE_INTERVAL while a load runs, and the harness's own
+    CPU meanwhile. The usage is kept when the load raises: a failed cell still shows what the server did."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.usage: dict[str, Any] | None = None
+        self.harness_cpu_percent: float | None = None
+
+    def run(self, load: Callable[[], R]) -> R:
+        own = OwnCpu()
+        sampler = self.server.sampler(SAMPLE_INTERVAL).start()
+        try:
+            return load()
+        finally:
+            self.usage = sampler.stop().to_dict()
+            self.harness_cpu_percent = own.percent()
+
+
+def server_cpu_s(usage: dict[str, Any] | None) -> float:
+    """CPU seconds (user + system) the sampled tree used; 0 when nothing was sampled."""
+    return float((usage or {}).get("cpu_user_s") or 0.0) + float((usage or {}).get("cpu_sys_s") or 0.0)
+
+
+# -- the order of a measurement -----------------------------------------------------------------
+def rounds(repeat: int, items: Sequence[T]) -> Iterator[tuple[int, T]]:
+    """(repetition, item) in measuring order: repetitions are rounds over all items, every other
+    round in reverse, so a machine that drifts during a run (this VM does, by up to 2x over an hour)
+    weighs on every item alike instead of on whichever ran last."""
+    for rep in range(1, repeat + 1):
+        for item in (items if rep % 2 else items[::-1]):
+            yield rep, item
+
+
+# -- warm-up ------------------------------------------------------------------------------------
+def calibration_point(p: Point) -> Point:
+    """The closed-loop load that measures the capacity an "N%" rate is a share of."""
+    return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
+                 body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
+                 duration=p.calibration, threads=p.threads)
+
+
+def warmup_point(p: Point, duration: str) -> Point:
+    """A brief warm-up: closed points as themselves; other modes with a modest closed load on their path."""
+    if p.mode == "closed":
+        return p.model_copy(update={"label": "warmup", "duration": duration, "requests": None,
+                                    "time_limit": None})
+    return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
+                 body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
+                 keepalive=p.keepalive, duration=duration, timeout=p.timeout)
+
+
+def steady_point(p: Point) -> Point:
+    """One second of the load a point's steady warm-up repeats: closed points and open points at a
+    fixed rate as themselves; points whose own load is a shape or a search (sessions, capacity, a
+    calibrated "N%" rate) as the closed-loop calibration load on their path."""
+    if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
+        return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
+                                    "time_limit": None, "stages": None, "noise": None, "twin": None})
+    return calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
+
+
+def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool) -> warmup.Warmup | None:
+    """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
+    point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`
+    (None without one). Raises what the load raises."""
+    if first and size.steady_max_seconds() > 0 and kind not in wl.NO_STEADY_KINDS:
+        one = steady_point(p)
+
+        def one_second() -> float:
+            s = load(one).report
+            return s.summary.ok / s.duration_s if s.duration_s else 0.0
+        return warmup.warm_to_steady(one_second, size.steady_max_seconds())
+    if not size.warmup:
+        return None
+    report = load(warmup_point(p, size.warmup)).report
+    return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
+
+
+# -- admission ----------------------------------------------------------------------------------
+class Gate:
+    """Why a server cannot be measured (None = it can). `external`: a --target, not built, verified or
+    started here; `remote` (--server-on-cluster): (manifest -> its ServerHost actor, server CPUs), so
+    toolchain, build and verification are judged on the server's machine."""
+
+    def __init__(self, store: Store, allow_unverified: bool, *, external: bool = False,
+                 remote: tuple[Callable[[Any], Any], list[int] | None] | None = None) -> None:
+        self.store = store
+        self.allow_unverified = allow_unverified
+        self.cache: dict[str, str | None] = {}
+        self.external = external
+        self.remote = remote
+
+    def reason(self, m: Any, w: Workload | None = None, tool: str | None = None) -> str | None:
+        """With a workload (and a cross-check's tool): also a feature check the row failed that the
+        workload uses (verify/kinds.py), with --allow-unverified too."""
+        if self.external:
+            return None
+        if m.id not in self.cache:
+            self.cache[m.id] = self._reason(m)
+        if self.cache[m.id] is None and w is not None:
+            return kinds.not_run(self.store.verdict(m.id), w, tool)
+        return self.cache[m.id]
+
+    def _remote_reason(self, m: Any) -> str | None:
+        assert self.remote is not None
+        host_of, cpus = self.remote
+        actor = host_of(m)
+        g = actor.gate().result()  # may build there: no time limit but the build's own
+        if g["reason"] is not None:
+            return g["reason"]
+        if self.allow_unverified:
+            return None
+        v = self.store.verdict(m.id)
+        if v is None or v.folder_hash != g["hash"]:
+            r = actor.verify(cpus).result()
+            if r.get("problem"):
+                return f"cannot be verified on the server machine: {r['problem']}"
+            self.store.record_verdict(m.id, r["passed"], r["checks"], r["hash"])
+            v = self.store.verdict(m.id)
+        failed = kinds.refused(v) if v is not None else ["no verdict stored"]
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return f"failed verification on the server machine ({', '.join(failed)})"
+        return None
+
+    def _reason(self, m: Any) -> str | None:
+        if self.remote is not None:
+            return self._remote_reason(m)
+        a = doctor.check(m, "run")
+        if not a.available:
+            hint = f"; {a.install_hint}" if a.install_hint else ""
+            return f"unavailable: {a.reason or 'missing ' + ', '.join(a.missing)}{hint}"
+        if not build.is_built(m):
+            return f"not built; run `serverbench build {m.id}`"
+        if self.allow_unverified:
+            return None
+        v = self.store.verdict(m.id)
+        if v is None:
+            return f"never verified; run `serverbench verify {m.id}` (or pass --allow-unverified)"
+        failed = kinds.refused(v)
+        if failed:  # measurement checks only: feature and robustness failures do not refuse a row
+            return (f"failed verification ({', '.join(failed)}); fix it and re-run "
+                    f"`serverbench verify {m.id}` (or pass --allow-unverified)")
+        if v.folder_hash and v.folder_hash != build.folder_hash(m):
+            return f"changed since it was verified; re-run `serverbench verify {m.id}`"
+        return None
+
+
+__all__ = ["SAMPLE_INTERVAL", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "rounds", "warm_up", "warmup_point",
+           "steady_point", "calibration_point", "client_metrics", "usage_metrics", "loadgen_metrics",
+           "over_time_metrics", "server_cpu_s"]
