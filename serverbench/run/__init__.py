@@ -5,6 +5,7 @@ measure.py      the measuring core every path shares (runner, cross-check, `--sp
                 a load runs, the CellMetrics fields of what was measured
 runner.py       the matrix: server starts, points, resume, one cell per rep, through measure.py
 warmup.py       warm-up to steady state: the rule, the one-second rounds, their figures
+fixed_rate.py   the fixed-rate step: a client-bound block measured again at one common rate
 capacity.py     capacity points: step the rate up, bisect the bracket
 cores.py        the cores sweep: points per server CPU count, and its figures and warnings
 split.py        `--split auto`: the server/client CPU split from a short calibration

@@ -5,7 +5,7 @@ the kernel's loopback path), so several rows of a throughput point saturate the 
 requests/s is the client's figure: the report groups them as one block ("limited by the load
 generator"). After the plan, each such block (two or more clean, fair, steady rows that saturated the
 client in most repetitions; results/ranking.client_block decides, read from the stored cells) is
-measured again at ONE common offered rate below the client's ceiling: `FIXED_RATE_SHARE` of the lowest
+measured again at ONE common offered rate below the client's ceiling: `model.FIXED_RATE_SHARE` of the lowest
 member's median, the same for every member, open load on the point's own path with its connections as
 the pool, each start warmed to a steady rate as usual. Its cells are a point of kind `efficiency`
 (labelled "<point> at a fixed rate", `fixed_rate_of` = the point's label), ranked by server CPU per
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..catalog.workloads import Point, Size, Workload
-from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, RunOptions
+from ..model import CellRecord, FixedRatePlan, RunOptions
+from . import measure
 from .events import CellStarted, Listener
 
 SUFFIX = " at a fixed rate"  # the step's point: "<point> at a fixed rate"
@@ -59,31 +60,23 @@ def fixed_point(p: Point, rate: float) -> Point:
 
 
 def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
-    """Measure every plan's rows at its rate, each repetition a fresh start, repetitions outermost and
-    every other one in reverse order (as the matrix does); cells already stored are skipped."""
-    if not plans:
-        return
+    """Measure every plan's rows at its rate, each repetition a fresh start, in the matrix's order
+    (measure.rounds: repetitions outermost, every other one reversed); cells already stored are skipped."""
     workloads = {w.name: w for w in runner.workloads}
     manifests = {m.id: m for m in runner.manifests}
-    for rep in range(1, runner.opts.repeat + 1):
-        for plan in plans:
-            w = workloads.get(plan.workload)
-            if w is None:
-                continue
-            size = runner.size(w)
-            base = next((p for p in size.points if p.label == plan.point), None)
-            if base is None or base.mode != "closed":
-                continue
-            fp = fixed_point(base, plan.rate)
-            rows = plan.servers if rep % 2 else plan.servers[::-1]
-            for sid in rows:
-                m = manifests.get(sid)
-                if m is None or (sid, w.name, fp.label, rep) in runner.done:
-                    continue
-                runner.emit(CellStarted(f"{sid} · {w.name} · {fp.label} ({plan.rate:,.0f} req/s, ordering the "
-                                        f"client-bound block of {plan.point}) · r{rep}"))
-                log = runner.log_dir / f"{sid}.{w.name}.fixed-rate.r{rep}.log"
-                runner.run_start(rep, m, w, size, [fp], None, log, {"fixed_rate_of": plan.point})
+    cells = []
+    for plan in plans:
+        w = workloads.get(plan.workload)
+        base = next((p for p in runner.size(w).points if p.label == plan.point), None) if w else None
+        if w is not None and base is not None and base.mode == "closed":
+            cells += [(plan, w, fixed_point(base, plan.rate), sid) for sid in plan.servers if sid in manifests]
+    for rep, (plan, w, fp, sid) in measure.rounds(runner.opts.repeat, cells):
+        if (sid, w.name, fp.label, rep) in runner.done:
+            continue
+        runner.emit(CellStarted(f"{sid} · {w.name} · {fp.label} ({plan.rate:,.0f} req/s, ordering the "
+                                f"client-bound block of {plan.point}) · r{rep}"))
+        log = runner.log_dir / f"{sid}.{w.name}.fixed-rate.r{rep}.log"
+        runner.run_start(rep, manifests[sid], w, runner.size(w), [fp], None, log, {"fixed_rate_of": plan.point})
 
 
-__all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "BlockFinder", "label", "fixed_point", "run_step"]
+__all__ = ["SUFFIX", "BlockFinder", "Runner", "label", "fixed_point", "run_step"]
