@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from serverbench.catalog import manifests as catalog
 from serverbench.processes import supervisor
-from serverbench.run import warmup  # noqa: E402
+from serverbench.rules import warmup  # noqa: E402
 from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.processes.loadgen import run_loadgen  # noqa: E402
 

@@ -16,22 +16,23 @@ from .console import console, err_console as err
 def tools_table() -> Table:
     """Which load tools `crosscheck` can drive here, their versions and how the project installs them."""
     from .crosscheck import tools
+    from .rules.tools import DEFAULT_ORDER, get
     t = Table(title="load tools (serverbench crosscheck)")
     for col in ("tool", "found", "version", "source", "install"):
         t.add_column(col, overflow="fold")
-    for name in tools.DEFAULT_ORDER:
-        tool, exe = tools.get(name), tools.find(name)
+    for name in DEFAULT_ORDER:
+        tool, exe = get(name), tools.find(name)
         t.add_row(name, "[green]yes[/]" if exe else "[red]no[/]", (tools.version(name) or "") if exe else "",
                   tool.source, "" if exe else tool.install_hint())
     return t
 
 
 def _tool_list(spec: str) -> list[str]:
-    from .crosscheck import tools
+    from .rules.tools import get
     names = [x.strip() for x in spec.split(",") if x.strip()]
     for n in names:
         try:
-            tools.get(n)
+            get(n)
         except ValueError as e:
             raise fail(f"--tools: {e}") from None
     return list(dict.fromkeys(names))

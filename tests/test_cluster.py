@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from serverbench import paths
-from serverbench.cluster import shards
+from serverbench.rules import shards
 from serverbench.processes.loadgen import LoadgenError, run_loadgen
 from serverbench.catalog.workloads import Point
 

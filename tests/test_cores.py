@@ -17,7 +17,8 @@ import runfix  # noqa: E402
 from conftest import write_manifest  # noqa: E402
 from serverbench.results import aggregate
 from serverbench.catalog import manifests as catalog
-from serverbench.run import cores, runner  # noqa: E402
+from serverbench.rules import cores  # noqa: E402
+from serverbench.run import runner  # noqa: E402
 from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.run.events import ignore  # noqa: E402
 from serverbench.exporters import to_csv, to_html, to_markdown  # noqa: E402

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from serverbench.results.aggregate import collect
-from serverbench.crosscheck.servercount import CounterError, answered, rate, read_counter
+from serverbench.crosscheck.servercount import CounterError, answered, read_counter
+from serverbench.rules.tools import rate
 from serverbench.exporters import to_json, to_markdown
 from serverbench.model import CellMetrics, CellRecord, ToolRun
 

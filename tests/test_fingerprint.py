@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from serverbench.catalog.manifests import load_catalog
-from serverbench.run.fingerprint import fingerprint, normalize
+from serverbench.rules.fingerprint import normalize
+from serverbench.run.fingerprint import fingerprint
 
 REPORT_KEYS = ("cpu_model", "cores", "kernel", "os", "python", "server_cpus", "client_cpus",
                "loadgen_version", "git_commit", "git_dirty", "hostname", "started_at", "servers")

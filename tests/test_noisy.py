@@ -179,7 +179,7 @@ def test_slowloris_starves_a_bounded_server_and_not_an_event_loop(tmp_path: Path
 
 
 def test_shards_noise_counters_add_up() -> None:
-    from serverbench.cluster.shards import merge_noise
+    from serverbench.rules.shards import merge_noise
     a = {"shape": "idle", "connections": 128, "held_peak": 120, "responses": {"4xx": 1}, "ended": {"closed": 2}}
     b = {"shape": "idle", "connections": 128, "held_peak": 128, "responses": {"4xx": 2}, "ended": {"closed": 0}}
     assert merge_noise([a, b]) == {"shape": "idle", "connections": 256, "held_peak": 248,

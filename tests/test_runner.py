@@ -362,7 +362,7 @@ def test_cli_results_export_and_errors(env, tmp_path: Path) -> None:
 
 
 def test_first_point_of_a_start_is_warmed_to_steady_state_in_one_second_rounds(env) -> None:
-    from serverbench.run import warmup
+    from serverbench.rules import warmup
     res = go(env, ["py-ok"], ["steady"])
     assert (res.status, res.ok) == ("finished", 2)
     first, later = env["store"].cells(res.run_id)

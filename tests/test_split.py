@@ -10,6 +10,7 @@ import pytest
 
 from serverbench.catalog import manifests as catalog
 from serverbench import paths
+from serverbench.rules.fingerprint import describe_split
 from serverbench.run import split
 from serverbench.processes import supervisor
 from serverbench.model import RunOptions
@@ -81,8 +82,8 @@ def test_an_unbuilt_reference_falls_back_to_halves_and_says_why(tmp_path: Path,
 
 def test_the_report_line_says_how_the_cpus_were_split() -> None:
     cal = {"reference": "c-epoll", "seconds": 3.0, "client_per_cpu": 136262.1, "server_per_cpu": 135327.7}
-    line = split.describe({"mode": "auto", "calibration": cal, "note": "the top rows may be client-bound"})
+    line = describe_split({"mode": "auto", "calibration": cal, "note": "the top rows may be client-bound"})
     assert line == ("auto: one load-generator CPU drove 136,262 req/s, one server CPU of c-epoll served 135,328 "
                     "(3 s calibration); the top rows may be client-bound")
-    assert split.describe({"mode": "manual"}) == "as given (--server-cpus/--client-cpus)"
-    assert split.describe(None) is None  # runs stored before the split was recorded
+    assert describe_split({"mode": "manual"}) == "as given (--server-cpus/--client-cpus)"
+    assert describe_split(None) is None  # runs stored before the split was recorded

@@ -140,7 +140,7 @@ def test_every_folder_says_what_it_owns_and_may_import() -> None:
 
 # The folders in the order data flows (docs/DESIGN.md's table of folders): each imports only the
 # shared vocabulary and the folders before it; the CLI's modules sit above them all.
-FOLDERS = ["catalog", "processes", "verify", "overtime", "cluster", "run", "crosscheck", "results", "cost",
+FOLDERS = ["catalog", "rules", "processes", "verify", "overtime", "cluster", "run", "crosscheck", "results", "cost",
            "charts", "exporters"]
 VOCABULARY = {"paths", "model", "store", "formatting", "console", "fairness", "saturation"}
 
@@ -166,3 +166,15 @@ def test_folders_import_only_the_vocabulary_and_folders_before_them() -> None:
             if here is not None and (there is None or there > here):
                 upward.append(f"{mod} → {t}")
     assert upward == [], "imports against the flow: " + ", ".join(sorted(upward))
+
+
+MEASURING = ("run", "processes", "cluster", "crosscheck")
+
+
+def test_reports_import_nothing_from_the_measuring_folders() -> None:
+    """results/ and exporters/ read what a run stored and the pure rules (rules/), never the code that
+    measures: a report must render on a machine that cannot run a load."""
+    reaching = sorted(f"{mod} → {t}" for mod, targets in import_graph().items()
+                      if mod.split(".")[1:2] in (["results"], ["exporters"])
+                      for t in targets if t.split(".")[1:2] and t.split(".")[1] in MEASURING)
+    assert reaching == [], "reports reach into measuring: " + ", ".join(reaching)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from serverbench.run import warmup
+from serverbench.rules import warmup
 from serverbench.model import CellMetrics
 
 

@@ -4,8 +4,8 @@ load_cluster.py   a LocalCluster on 127.0.0.1 or a scheduler; one loadgen shard 
                   start instant (`LoadCluster`)
 remote_server.py  `--server-on-cluster`: a Dask actor builds, verifies, starts and samples the
                   server on its machine, under a lease
-shards.py         the exact merge of N shards' loadgen reports (counts, histograms, timelines)
+(the exact merge of the shards' reports is rules/shards.py)
 
-May import: paths, model, fairness, saturation, catalog, processes, verify. Dask is imported only when a cluster is used.
-Hands out `LoadCluster`, `run_remote` to run, and `merge`/`merge_encoded` to run and results.
+May import: paths, model, fairness, saturation, catalog, rules, processes, verify. Dask is imported only when a cluster is used.
+Hands out `LoadCluster`, `run_remote` to run.
 """

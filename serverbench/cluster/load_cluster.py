@@ -16,7 +16,7 @@ import socket
 import time
 from typing import Any
 
-from . import shards
+from ..rules import shards
 from ..processes.loadgen import LoadgenError, LoadgenResult, client_cores, deadline_for, run_loadgen
 from ..saturation import saturated
 from ..model import LoadgenReport
@@ -80,7 +80,7 @@ def run_shard(url: str, point: Point, default_path: str, rate: float | None, ind
 def _warm() -> bool:
     """On a worker: import what a shard needs, so the first shard is not late for its start."""
     from ..processes import loadgen
-    from . import shards as _shards
+    from ..rules import shards as _shards
     from ..catalog import workloads  # noqa: F401  (imports are the point)
     return True
 

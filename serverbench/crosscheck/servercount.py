@@ -42,11 +42,4 @@ def answered(before: int, after: int) -> int:
     return after - before - 1
 
 
-def rate(count: int | None, seconds: float | None) -> float | None:
-    """Requests per second, None when either figure is missing or the time is not positive."""
-    if count is None or not seconds or seconds <= 0:
-        return None
-    return count / seconds
-
-
-__all__ = ["read_counter", "answered", "rate", "CounterError", "COUNTER_PATH"]
+__all__ = ["read_counter", "answered", "CounterError", "COUNTER_PATH"]

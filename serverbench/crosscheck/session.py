@@ -27,6 +27,7 @@ from ..model import CellMetrics, CellRecord, RunOptions, ToolRun
 from ..store import Store, now_iso
 from ..catalog.workloads import Point, Workload
 from . import tools as tool_table
+from ..rules.tools import get as get_tool
 from .execute import run_tool
 from .parsers import ToolFigures, ToolOutputError, parse
 from .servercount import CounterError, answered, read_counter
@@ -171,7 +172,7 @@ class Session:
         exe = tool_table.find(tool)
         if exe is None:
             return self._cell(m.id, p, tool, rep, "skipped", f"{tool} is not installed; "
-                              f"{tool_table.get(tool).install_hint()}", base), None
+                              f"{get_tool(tool).install_hint()}", base), None
         cell = self._cell(m.id, p, tool, rep, "ok", run=base)
         sampling = measure.Sampling(srv)
         try:

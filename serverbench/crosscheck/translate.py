@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..catalog.workloads import Point, parse_duration
 from ..processes.loadgen import command_line
-from .tools import TOOLS
+from ..rules.tools import TOOLS
 
 CROSSCHECK_PATH = "/tenth?ms=0"
 DEFAULT_TIMEOUT_S = 10.0  # loadgen's default per-request timeout

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.aggregate import RunResults
-from ..run.fingerprint import normalize
+from ..rules.fingerprint import normalize
 from ..formatting import cpus
 
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from ..results.aggregate import Group, RunResults
 from ..charts.figures import FONT, model_color
-from ..run.warmup import TOLERANCE, WINDOW
+from ..rules.warmup import TOLERANCE, WINDOW
 
 NOTE = (f"Before a server start's first point the harness loads it with that point's own load in one-second "
         f"rounds until the mean successful rate of the last {WINDOW} seconds is no more than {TOLERANCE:.0%} above "

@@ -23,9 +23,8 @@ from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
-from ..run import split
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
-from ..run.fingerprint import normalize
+from ..rules.fingerprint import describe_split, normalize
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 
 # -- HTML pieces ----------------------------------------------------------------------------------
@@ -364,7 +363,7 @@ def _environment(run: Any, results: RunResults) -> str:
     items = [
         ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
         ("pinning", placement.describe(run, results)),
-        ("CPU split", split.describe(fp.get("cpu_split")) or "—"),
+        ("CPU split", describe_split(fp.get("cpu_split")) or "—"),
         ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
         ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.aggregate import Group, RunResults
-from ..run.fingerprint import normalize
+from ..rules.fingerprint import describe_split, normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from . import models_section, noisy_section
 from ..cost import table as cost
 from ..results import ranking
-from ..run import split
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors",
            "connections served", "p50", "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)",
@@ -211,7 +210,7 @@ def render(run: Any, results: RunResults) -> bytes:
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
-             *([f"CPU split: {cut}.", ""] if (cut := split.describe(fp.get("cpu_split"))) else []),
+             *([f"CPU split: {cut}.", ""] if (cut := describe_split(fp.get("cpu_split"))) else []),
              "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
              "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
              "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]

@@ -13,6 +13,7 @@ noisy.py            the noisy workload's verdicts: each noise point against its 
 compare.py          two runs' groups as ratios judged against the noise
 model_notes.py      what each concurrency model predicts (data for the reports)
 
-May import: paths, model, store, catalog, processes, overtime, cluster (merge), verify (kinds),
-run (warm-up, cores and fingerprint figures), crosscheck (tools).
+May import: paths, model, store, catalog, rules (warm-up, cores, merge, fingerprint, tool table),
+overtime, verify (kinds); never the measuring folders (run, processes, cluster, crosscheck): a
+report reads what was stored and the pure rules only.
 """

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from hdrh.histogram import HdrHistogram
 
 from .. import fairness
-from ..run import warmup
+from ..rules import warmup
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
@@ -26,7 +26,7 @@ from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Caveat
 from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, ServerProfile
-from ..cluster.shards import merge_encoded
+from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
 from ..catalog.workloads import load_workloads, parse_duration
 
@@ -487,7 +487,7 @@ def client_bound_blocks(cells: list[CellRecord]) -> list[FixedRatePlan]:
 
 def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     """(run row, its aggregated results) from the store."""
-    from ..run.fingerprint import normalize
+    from ..rules.fingerprint import normalize
     run = store.run(run_id)
     results = collect(run_id, store.cells(run_id), normalize(run.fingerprint))
     results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))

@@ -14,8 +14,7 @@ from typing import Iterable
 
 from pydantic import BaseModel
 
-from ..crosscheck.servercount import rate
-from ..crosscheck.tools import DEFAULT_ORDER, TOOLS
+from ..rules.tools import DEFAULT_ORDER, TOOLS, rate
 from ..saturation import saturated  # the client-bound rule: CPU >= 90 % of the cores a client could use
 from ..model import CellRecord
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from .. import fairness
 from ..overtime import figures as overtime
-from ..run import cores, warmup
+from ..rules import cores, warmup
 from . import noisy, ranking
 from .stats import noisy as is_noisy
 

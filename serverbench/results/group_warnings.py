@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import fairness
-from ..cluster.shards import SKEW_WARN_MS
+from ..rules.shards import SKEW_WARN_MS
 from ..overtime import figures as overtime
-from ..run import cores, warmup
+from ..rules import cores, warmup
 from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
 
 

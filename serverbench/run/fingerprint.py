@@ -1,8 +1,7 @@
 """The environment a run was measured in, stored with the run so results stay interpretable.
 
 Flat keys (cores, server_cpus, client_cpus, loadgen_version, git_commit, git_dirty, ...) as
-docs/DESIGN.md lists them; runs stored before 0.1.0's layout settled used nested
-`pinning`/`loadgen`/`git` objects, which `normalize` flattens for readers."""
+docs/DESIGN.md lists them; readers take a stored one through rules/fingerprint.normalize."""
 from __future__ import annotations
 
 import os
@@ -89,20 +88,3 @@ def fingerprint(manifests: Iterable[Any], *, server_cpus: list[int] | None,
         "git_commit": git["commit"], "git_dirty": git["dirty"],
         "servers": {m.id: _server_info(m) for m in manifests},
     }
-
-
-def normalize(fp: dict[str, Any] | None) -> dict[str, Any]:
-    """The flat form of a stored fingerprint, whichever layout it was stored in."""
-    fp = dict(fp or {})
-    pin = fp.pop("pinning", None) or {}
-    lg = fp.pop("loadgen", None) or {}
-    git = fp.pop("git", None) or {}
-    fp.setdefault("cores", fp.pop("cpu_count", None))
-    fp.setdefault("server_cpus", pin.get("server_cpus"))
-    fp.setdefault("client_cpus", pin.get("client_cpus"))
-    fp.setdefault("loadgen_version", lg.get("version"))
-    fp.setdefault("git_commit", git.get("commit"))
-    fp.setdefault("git_dirty", git.get("dirty"))
-    fp["servers"] = {sid: {**info, "version": info.get("version") or info.get("toolchain")}
-                     for sid, info in (fp.get("servers") or {}).items()}
-    return fp

@@ -25,7 +25,7 @@ from ..processes.loadgen import LoadgenResult
 from ..processes.server import Server
 from ..store import Store
 from ..verify import kinds
-from . import warmup
+from ..rules import warmup
 
 # 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
 # 5.6 % of a core on java-threads' 400-thread tree (issue "honest numbers").

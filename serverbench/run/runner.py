@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import manifests as catalog
-from . import cores, fixed_rate, measure, split
+from . import fixed_rate, measure, split
+from ..rules import cores
 from ..processes import memlimit, supervisor
 from .. import paths
 from ..catalog import workloads as wl

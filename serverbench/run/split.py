@@ -143,23 +143,4 @@ def settle(opts: Any, remote_server: bool, fresh: bool) -> dict[str, Any] | None
     return {**record, "server_cpus": opts.server_cpus, "client_cpus": opts.client_cpus}
 
 
-def describe(record: dict[str, Any] | None) -> str | None:
-    """The report's line on how the run's CPUs were split (the fingerprint's `cpu_split`); None before
-    runs stored it."""
-    if not record:
-        return None
-    mode = record.get("mode")
-    if mode == "manual":
-        return "as given (--server-cpus/--client-cpus)"
-    if mode == "half":
-        return "two halves (--split half)"
-    cal = record.get("calibration")
-    text = "auto"
-    if cal:
-        text += (f": one load-generator CPU drove {cal['client_per_cpu']:,.0f} req/s, one server CPU of "
-                 f"{cal['reference']} served {cal['server_per_cpu']:,.0f} ({cal['seconds']:g} s calibration)")
-    return text + (f"; {record['note']}" if record.get("note") else "")
-
-
-__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "describe",
-           "settle"]
+__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "settle"]

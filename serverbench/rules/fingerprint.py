@@ -1,0 +1,48 @@
+"""A stored run's fingerprint read back: its normal form and the report's words for its CPU split.
+
+Flat keys (cores, server_cpus, client_cpus, loadgen_version, git_commit, git_dirty, ...) as
+docs/DESIGN.md lists them; runs stored before 0.1.0's layout settled used nested
+`pinning`/`loadgen`/`git` objects, which `normalize` flattens for readers. run/fingerprint.py takes
+the fingerprint; run/split.py chooses the split this describes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def normalize(fp: dict[str, Any] | None) -> dict[str, Any]:
+    """The flat form of a stored fingerprint, whichever layout it was stored in."""
+    fp = dict(fp or {})
+    pin = fp.pop("pinning", None) or {}
+    lg = fp.pop("loadgen", None) or {}
+    git = fp.pop("git", None) or {}
+    fp.setdefault("cores", fp.pop("cpu_count", None))
+    fp.setdefault("server_cpus", pin.get("server_cpus"))
+    fp.setdefault("client_cpus", pin.get("client_cpus"))
+    fp.setdefault("loadgen_version", lg.get("version"))
+    fp.setdefault("git_commit", git.get("commit"))
+    fp.setdefault("git_dirty", git.get("dirty"))
+    fp["servers"] = {sid: {**info, "version": info.get("version") or info.get("toolchain")}
+                     for sid, info in (fp.get("servers") or {}).items()}
+    return fp
+
+
+def describe_split(record: dict[str, Any] | None) -> str | None:
+    """The report's line on how the run's CPUs were split (the fingerprint's `cpu_split`); None before
+    runs stored it."""
+    if not record:
+        return None
+    mode = record.get("mode")
+    if mode == "manual":
+        return "as given (--server-cpus/--client-cpus)"
+    if mode == "half":
+        return "two halves (--split half)"
+    cal = record.get("calibration")
+    text = "auto"
+    if cal:
+        text += (f": one load-generator CPU drove {cal['client_per_cpu']:,.0f} req/s, one server CPU of "
+                 f"{cal['reference']} served {cal['server_per_cpu']:,.0f} ({cal['seconds']:g} s calibration)")
+    return text + (f"; {record['note']}" if record.get("note") else "")
+
+
+__all__ = ["normalize", "describe_split"]
