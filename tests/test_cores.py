@@ -20,6 +20,7 @@ from serverbench.catalog import manifests as catalog
 from serverbench.rules import cores  # noqa: E402
 from serverbench.run import runner  # noqa: E402
 from serverbench.catalog import workloads as wl  # noqa: E402
+from serverbench.catalog.kinds import RANKED_BY  # noqa: E402
 from serverbench.run.events import ignore  # noqa: E402
 from serverbench.exporters import to_csv, to_html, to_markdown  # noqa: E402
 from serverbench.model import CellRecord, RunOptions  # noqa: E402
@@ -82,7 +83,7 @@ def test_the_repo_workload_is_a_sweep_and_a_cores_point_needs_server_cores(tmp_p
     w = wl.load_workloads()["cores"]
     assert w.kind == "cores" and w.path == "/json" and "flagged" in w.description
     assert [(p.server_cores, p.connections) for p in w.size(False).points] == [("sweep", 256)]
-    assert "cores" in wl.RANKED_BY and "speedup" in wl.RANKED_BY["cores"][0]
+    assert "cores" in RANKED_BY and "speedup" in RANKED_BY["cores"][0]
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "cores.toml").write_text(CORES.replace('server_cores = "sweep"\n', "", 1))
     with pytest.raises(wl.WorkloadError, match="server_cores"):

@@ -140,3 +140,13 @@ def test_points_check_their_modes_and_plan_their_time() -> None:
         Point(label="c", mode="capacity", start_rate=10, step=1.0)
     with pytest.raises(ValueError, match="percentage"):
         Point(label="o", mode="open", rate="fifty", duration="1s")
+
+
+def test_one_table_names_every_kind_a_workload_may_declare() -> None:
+    """The kinds a workload file may declare are exactly the table's, and every kind set comes from it."""
+    from typing import get_args
+    from serverbench.catalog import kinds
+    assert get_args(kinds.Kind) == tuple(kinds.KINDS)
+    assert set(kinds.RANKED_BY) == set(kinds.KINDS) | {"efficiency"}  # efficiency: the fixed-rate step's points
+    assert kinds.OVER_TIME == ("overload", "soak")
+    assert set(kinds.P99_KINDS) == {"fixed-load", "noisy", "soak"}

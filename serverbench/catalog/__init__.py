@@ -3,6 +3,7 @@ verify → run → store → report.
 
 manifests.py    `servers/*/server.toml` (pydantic) and loading: `load_catalog`, `Manifest`, `select`
 workloads.py    `workloads/*.toml`: `Workload`, `Point`, `load_workloads`, `select`, `parse_duration`
+kinds.py        the workload kinds, once: which rules each follows and what it is ranked by
 environment.py  the environment a row's build/run/version commands see
 doctor.py       toolchains present or missing, per step (build, run)
 install.py      apt/npm installs of what a row needs (root only)

@@ -14,6 +14,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from .kinds import OVER_TIME, Kind
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -231,11 +233,8 @@ class Size(BaseModel):
         return sum(self.warmup_seconds() + p.planned_seconds() for p in self.points)
 
 
-# Overload and soak workloads keep their own shape (a ramp, a long steady load): no steady warm-up.
-NO_STEADY_KINDS = ("overload", "soak")
 DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy"]
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
 Feature = Literal["pipelining", "new-connection-per-request"]
@@ -250,44 +249,6 @@ def point_features(p: Point) -> set[str]:
         out.add("new-connection-per-request")
     return out
 
-# What each kind ranks by, and why that metric fits it (shown with every ranking).
-RANKED_BY: dict[str, tuple[str, str]] = {
-    "throughput": ("successful requests/s",
-                   "the load is closed (each connection waits for its answer), so a faster server answers "
-                   "more; cells with more than 1 % errors rank after the clean ones"),
-    "fixed-load": ("p99 over every due request, then timeouts, then server CPU per request",
-                   "demand is fixed, so every server that keeps up answers the same requests/s; what differs "
-                   "is how long requests wait (timed-out and unanswered ones count at their age) and what "
-                   "the answers cost"),
-    "capacity": ("the highest offered rate held with p99 under the limit",
-                 "open load stepped up until latency breaks: the rate a server sustains, not a race"),
-    "sweep": ("successful requests/s at each concurrency level",
-              "closed load at rising connection counts shows where each model stops scaling"),
-    "overload": ("peak successful responses/s, with the overload verdict beside it",
-                 "demand ramps past every row's capacity, as in Stressgrid: the peak says how far a row got, "
-                 "the verdict (holds, sheds, slows, degrades, crashes) what it did beyond it — neither alone "
-                 "describes a row"),
-    "soak": ("the worst one-second p99, then the spread of the per-second p99s",
-             "a fixed rate every row can hold, for minutes: rows answer the same requests/s, so what tells "
-             "them apart is the pauses (garbage collection, compaction) that show as single bad seconds"),
-    "cores": ("successful requests/s at the most server cores measured on CPUs of its own, the speedup over "
-              "1 core beside it",
-              "the same closed load at 1, 2, 4 … server CPUs, each a fresh start: the highest count at which the "
-              "server did not share a CPU with the load generator is the most of the machine a row could use "
-              "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
-              "table ranks by requests/s at that count"),
-    # not a workload's kind: the fixed-rate step that orders a throughput point's client-bound block
-    # (run/fixed_rate.py) stores its cells as a point of this kind beside the point it orders
-    "efficiency": ("server CPU per successful request at one common fixed rate, p99 beside it",
-                   "the rows it orders each served more than the load generator could ask on this machine, so "
-                   "their requests/s is the client's figure; at one rate every row holds, what a request costs "
-                   "the server tells them apart, and 1 ÷ that cost projects each one's capacity"),
-    "noisy": ("the legitimate traffic's p99 over every due request, then its successful rate, then server CPU "
-              "per legitimate request",
-              "the legitimate demand is fixed and the same for every row, as in fixed-load; what differs is what "
-              "the bad clients beside it cost the good ones. Each noise point is also shown as a ratio of its quiet "
-              "twin (the same load in the same start, no noise), with a verdict"),
-}
 
 
 class Workload(BaseModel):
@@ -344,7 +305,7 @@ class Workload(BaseModel):
         s = self.full if full else self.quick
         if s is None:
             raise WorkloadError(f"workload {self.name!r} only includes others; expand it first")
-        if s.steady_max is None and self.kind not in NO_STEADY_KINDS:
+        if s.steady_max is None and self.kind not in OVER_TIME:
             s = s.model_copy(update={"steady_max": DEFAULT_STEADY_MAX["full" if full else "quick"]})
         return s
 

@@ -1,6 +1,6 @@
 """What the HTML and Markdown reports print for a cores workload (kind `cores`): one scaling table,
 a row per server with its successful requests/s at each server core count and the speedup over 1
-core, ranked by requests/s at the most cores measured on CPUs of its own (workloads.RANKED_BY).
+core, ranked by requests/s at the most cores measured on CPUs of its own (kinds.RANKED_BY).
 Counts at which the server shared CPUs with the load generator are marked ⚠ and never ranked by.
 Plain text cells; each exporter escapes and lays them out."""
 from __future__ import annotations

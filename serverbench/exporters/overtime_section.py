@@ -7,7 +7,6 @@ from ..results.aggregate import Group, WorkloadData
 from ..formatting import fmt_num, fmt_us
 from ..overtime.overload import RULES, RULES_INTRO
 
-KINDS = ("overload", "soak")
 OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",
                     "p90 at end", "timeouts", "peak RSS MiB", "died at", "other processes on its CPU %"]
 SOAK_HEADERS = ["place", "server", "model", "worst 1-s p99", "spread of 1-s p99s", "median 1-s p99",
@@ -73,4 +72,4 @@ def memory_note(wl: WorkloadData) -> str:
     return text + (f"; {'; '.join(details)}" if details else "") + "."
 
 
-__all__ = ["KINDS", "headers", "rules", "cells", "memory_note", "OVERLOAD_HEADERS", "SOAK_HEADERS"]
+__all__ = ["headers", "rules", "cells", "memory_note", "OVERLOAD_HEADERS", "SOAK_HEADERS"]

@@ -24,6 +24,7 @@ from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, 
 from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
+from ..catalog.kinds import FIXED_DEMAND, OVER_TIME
 from ..rules.fingerprint import describe_split, normalize
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 
@@ -227,7 +228,7 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.add('<p class="muted">No server produced a result for this point.</p>')
         return
     what = f"{wl.name} {pt.label}"
-    if wl.kind not in overtime_section.KINDS:  # those print it above their own table
+    if wl.kind not in OVER_TIME:  # those print it above their own table
         page.add(f'<p class="glance"><b>At a glance:</b> {esc(pt.glance.verdict)}.</p>')
     if pt.kind == ranking.EFFICIENCY:
         page.chart(cpu_per_request_chart(groups, f"{what}: server CPU per successful request at one fixed rate "
@@ -235,11 +236,11 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
                    "The rows the load generator could not out-run, measured again at one common offered rate every "
                    "row holds: ranked by what a request costs the server; the projected capacity is 1 ÷ that cost "
                    "(a projection, not a measurement).")
-    elif wl.kind in ranking.FIXED_DEMAND:
+    elif wl.kind in FIXED_DEMAND:
         page.chart(p99_chart(pt, f"{what}: p99 over every due request (ranked; lower is better)"),
                    fixed_load_table(pt), "Timed-out and unanswered requests count at their age; rows that did not "
                    "hold the rate or had more than 1 % errors rank after the others.")
-    elif wl.kind not in overtime_section.KINDS and (not wl.is_sweep or heavy_note):
+    elif wl.kind not in OVER_TIME and (not wl.is_sweep or heavy_note):
         title = (f"capacity: highest rate with p99 ≤ {fmt_us(wl.p99_limit_us)}" if wl.is_capacity
                  else "successful requests/s (median; whiskers min–max over repetitions)")
         page.chart(throughput_chart(pt, f"{what}: {title}"), throughput_table(pt, wl.is_capacity),
@@ -333,7 +334,7 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
         else:
             page.add(warnings_html([("", w) for g in pt.groups for w in g.warnings]))
         note = f" (heaviest point {pt.label})" if len(wl.points) > 3 else ""
-        if wl.kind in overtime_section.KINDS:
+        if wl.kind in OVER_TIME:
             _over_time(page, wl, pt)
         elif wl.is_ramp:
             page.chart(timeline_chart(wl, pt, styles), timeline_table(pt),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.aggregate import Group, RunResults
+from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS
 from ..rules.fingerprint import describe_split, normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
@@ -66,7 +67,7 @@ def rate_cell(g: Group) -> str:
         return f"did not hold {g.target_rate:,.0f} (achieved {t.median:,.0f})"
     if g.client_bound_group:  # ranking.client_block: not ordered by the load generator's noise
         return f"≥ {t.median:,.0f} (load generator's limit)"
-    return fmt_num(t.median) + (" (tied with #1)" if g.tied_with_leader and g.kind not in ranking.FIXED_DEMAND else "")
+    return fmt_num(t.median) + (" (tied with #1)" if g.tied_with_leader and g.kind not in FIXED_DEMAND else "")
 
 
 def interval_cell(g: Group) -> str:
@@ -74,9 +75,9 @@ def interval_cell(g: Group) -> str:
     st = ranking.figure_stats(g, g.kind)
     if st is None or st.n < 2:
         return "—"
-    fmt = (fmt_us if g.kind in ranking.P99_KINDS else (lambda v: fmt_num(v, 2)) if g.kind == ranking.EFFICIENCY
+    fmt = (fmt_us if g.kind in P99_KINDS else (lambda v: fmt_num(v, 2)) if g.kind == ranking.EFFICIENCY
            else fmt_num)
-    tie = " (tied with #1)" if g.tied_with_leader and g.kind in ranking.P99_KINDS else ""
+    tie = " (tied with #1)" if g.tied_with_leader and g.kind in P99_KINDS else ""
     return f"{fmt(st.ci_low)}–{fmt(st.ci_high)} ({st.ci_level:.0%}){tie}"
 
 
@@ -84,7 +85,7 @@ def _row(g: Group, kind: str) -> list[str]:
     mark = " ⚠" if g.warnings else ""
     head = [str(g.place), g.server + mark, g.language, g.model]
     cpu_req = fmt_num(g.cpu_us_per_request, 1)
-    if kind in ranking.FIXED_DEMAND:
+    if kind in FIXED_DEMAND:
         return head + [fmt_us(g.latency["p99"]), interval_cell(g), fmt_us(g.answered_p99_us), f"{g.timeouts:,}",
                        cpu_req, rate_cell(g), errors_cell(g), fmt_num(g.rss_peak_mib, 1)]
     if kind == ranking.EFFICIENCY:
@@ -245,7 +246,7 @@ def render(run: Any, results: RunResults) -> bytes:
                 gl = pt.glance
                 lines += [f"Ranked by **{gl.metric}**: {gl.why}.", ""]
             lines += [f"At a glance: {pt.glance.verdict}.", ""]
-            if wl.kind in overtime_section.KINDS:
+            if wl.kind in OVER_TIME:
                 lines += _over_time(wl, pt) + _not_run(pt)
                 continue
             cols = columns(pt.kind)

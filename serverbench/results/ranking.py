@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .stats import IMPROVEMENT, REGRESSION, Stats, judge
-from ..catalog.workloads import RANKED_BY
+from ..catalog.kinds import CLIENT_BOUND_KINDS, FIXED_DEMAND, P99_KINDS, RANKED_BY
 
 
 class Group(Protocol):
@@ -52,10 +52,8 @@ class Group(Protocol):
     def cpu_per_request_stats(self) -> Stats | None: ...
 
 INF = float("inf")
-# Kinds whose demand is fixed (every healthy row answers the same requests/s): ranked by the p99 over
-# every due request; soak by its worst one-second p99.
-FIXED_DEMAND = ("fixed-load", "noisy")
-P99_KINDS = (*FIXED_DEMAND, "soak")
+# Kinds whose demand is fixed (every healthy row answers the same requests/s, catalog/kinds.py's
+# FIXED_DEMAND) are ranked by the p99 over every due request; soak by its worst one-second p99.
 
 
 def rank_key(g: Group, kind: str) -> tuple:
@@ -84,7 +82,6 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
     return (0, g.degraded, -t.median, 0.0, 0.0, g.server)
 
 
-CLIENT_BOUND_KINDS = ("throughput", "sweep", "cores")
 EFFICIENCY = "efficiency"
 
 

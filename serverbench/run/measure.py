@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..catalog import build, doctor
-from ..catalog import workloads as wl
+from ..catalog.kinds import OVER_TIME
 from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 from ..overtime import overload, soak, timeline
 from ..processes import memlimit
@@ -214,7 +214,7 @@ def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool
     """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
     point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`
     (None without one). Raises what the load raises."""
-    if first and size.steady_max_seconds() > 0 and kind not in wl.NO_STEADY_KINDS:
+    if first and size.steady_max_seconds() > 0 and kind not in OVER_TIME:
         one = steady_point(p)
 
         def one_second() -> float:

@@ -33,12 +33,12 @@ from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
 from ..processes.server import Server
 from ..model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
 from ..store import Store, now_iso
+from ..catalog.kinds import OVER_TIME
 from ..catalog.workloads import Point, Size, Workload
 
 LOG_TAIL_LINES = 30
 # Kinds whose result is the behaviour over time: a server that dies mid-run is a finding (the
 # verdict "crashes"), so its cell is kept as measured instead of failed.
-OVER_TIME_KINDS = ("overload", "soak")
 
 
 def _file_tail(path: Path | None, n: int = LOG_TAIL_LINES) -> str | None:
@@ -299,7 +299,7 @@ class Runner:
             metrics = {**measure.loadgen_metrics(lg), **metrics}
             if not srv.alive():
                 cell.error = f"server exited with code {srv.returncode()} during the measured run"
-                if w.kind in OVER_TIME_KINDS:  # a finding: the verdict says "crashes"
+                if w.kind in OVER_TIME:  # a finding: the verdict says "crashes"
                     cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
                 else:
                     cell.status = "failed"
@@ -366,4 +366,4 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     return result[0]
 
 
-__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT", "OVER_TIME_KINDS"]
+__all__ = ["run_matrix", "MatrixResult", "Runner", "RunOptions", "DEFAULT_REPEAT"]
