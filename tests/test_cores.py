@@ -143,7 +143,7 @@ def _results(top_overlaps: bool) -> tuple[SimpleNamespace, aggregate.RunResults]
              _cell("fails", 4, 5000, overlap=top_overlaps)]
     run = SimpleNamespace(id=3, fingerprint=FP, options={}, status="finished", started_at="2026-01-01T00:00:00",
                           finished_at=None)
-    return run, aggregate.collect(3, cells, FP, catalog={})
+    return run, aggregate.collect(3, cells, FP, facts={})
 
 
 def test_overlapped_groups_carry_the_warning_and_the_figures() -> None:

@@ -118,7 +118,7 @@ def _results() -> aggregate.RunResults:
                   _cell("loop", "quiet", rep, 100.0, 1_000.0, None), _cell("loop", "slowloris", rep, 100.0, 1_100.0,
                                                                             "slowloris")]
     fp = {"servers": {"pool": {"model": "thread-pool", "language": "X"}, "loop": {"model": "event-loop", "language": "X"}}}
-    return aggregate.collect(1, cells, fp, catalog={})
+    return aggregate.collect(1, cells, fp, facts={})
 
 
 def test_each_noise_point_is_judged_against_its_quiet_twin() -> None:

@@ -82,7 +82,7 @@ def soak_cells() -> list[CellRecord]:
 def results() -> tuple[Any, aggregate.RunResults]:
     run = SimpleNamespace(id=9, fingerprint=FP, options={}, status="finished", started_at="2026-01-01T00:00:00",
                           finished_at=None)
-    return run, aggregate.collect(9, overload_cells() + soak_cells(), FP, catalog={})
+    return run, aggregate.collect(9, overload_cells() + soak_cells(), FP, facts={})
 
 
 def test_cells_carry_the_verdict_and_the_aligned_death() -> None:
@@ -154,3 +154,18 @@ def test_html_draws_one_small_multiple_row_per_server_on_one_axis() -> None:
     rss = [t for t in ovl["data"] if t["name"] == "RSS MiB"]
     assert rss[0]["x"][0] == 1.0 and rss[0]["y"][0] == 11.0  # the server's series, shifted onto the loadgen's axis
     assert "other processes on the server" in html and "Verdict: the first rule that matches" in html
+
+
+def test_a_report_reads_the_workload_facts_stored_with_the_run() -> None:
+    facts = {"ovl": {"description": "stored words", "kind": "overload", "p99_limit_us": 2500.0, "ramp": True}}
+    wl, = aggregate.collect(9, overload_cells(), {**FP, "workloads": facts}).workloads
+    assert (wl.description, wl.p99_limit_us, wl.kind, wl.ramp) == ("stored words", 2500.0, "overload", True)
+    wl, = aggregate.collect(9, overload_cells(), {**FP, "workloads": {}}).workloads
+    assert (wl.description, wl.p99_limit_us, wl.ramp) == ("", aggregate.DEFAULT_P99_LIMIT_US, False)
+
+
+def test_a_run_stored_before_the_facts_reads_the_workload_files() -> None:
+    facts = aggregate.workload_facts({})  # no "workloads" in the fingerprint: today's workloads/*.toml
+    assert {n for n, f in facts.items() if f["ramp"]} == {"stressgrid", "locust-users", "stressgrid-overload"}
+    assert facts["latency-at-rate"]["kind"] == "fixed-load" and facts["prantl-wrk"]["description"]
+    assert [f["p99_limit_us"] for f in facts.values() if f["p99_limit_us"]]  # a capacity workload declares one

@@ -173,6 +173,8 @@ def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
         assert c.loadgen.schema_ == "loadgen/1" and c.usage["samples"] > 0
     assert cells[0].metrics.server_start_s is not None and cells[1].metrics.server_start_s is None
     assert env["store"].run(res.run_id).status == "finished"
+    # what the report needs of the workload is stored with the run (it never re-reads the file)
+    assert env["store"].run(res.run_id).fingerprint["workloads"] == {"mini": env["workloads"]["mini"].facts()}
     from serverbench.results import aggregate
     _, results = aggregate.load(env["store"], res.run_id)
     g = results.group("mini", "c=1", "py-ok")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -299,6 +299,16 @@ class Workload(BaseModel):
         if declared - used:
             raise ValueError(f"features lists {', '.join(sorted(declared - used))}, which no point uses; "
                              f"set features = {sorted(used)}")
+
+    def facts(self) -> dict[str, Any]:
+        """What a report needs of this workload, stored with the run (the fingerprint's `workloads`) so
+        that a report reads the run, not today's workload file: its description, its kind, the p99
+        limit its capacity points declare (µs; None without one) and whether its load ramps (sessions
+        of users started over time, drawn over time in the report)."""
+        points = [p for s in (self.quick, self.full) if s for p in s.points]
+        limit = next((parse_duration(p.p99_limit) * 1e6 for p in points if p.mode == "capacity" and p.p99_limit), None)
+        return {"description": self.description or "", "kind": self.kind, "p99_limit_us": limit,
+                "ramp": any(p.mode == "sessions" for p in points)}
 
     def size(self, full: bool) -> Size:
         """The size to run: `full` when asked, else `quick`."""

@@ -28,9 +28,7 @@ from .group_warnings import Caveat
 from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, ServerProfile
 from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
-from ..catalog.workloads import load_workloads, parse_duration
-
-RAMP_WORKLOADS = {"stressgrid", "locust-users"}
+from ..catalog.workloads import load_workloads
 DEFAULT_P99_LIMIT_US = 10_000.0
 DEGRADED_SHARE = 0.01  # a cell with more failed requests than this ranks after the clean ones
 HELD_SHARE = 0.95  # an open-load point held its rate when successful responses reached this share
@@ -325,6 +323,7 @@ class WorkloadData:
     points: list[PointData]
     p99_limit_us: float = DEFAULT_P99_LIMIT_US
     kind: str = "throughput"
+    ramp: bool = False  # the workload's load ramps (its stored facts: sessions of users started over time)
 
     @property
     def groups(self) -> list[Group]:
@@ -336,7 +335,7 @@ class WorkloadData:
 
     @property
     def is_ramp(self) -> bool:
-        if self.name in RAMP_WORKLOADS:
+        if self.ramp:
             return True
         for g in self.groups:
             for c in g.ok:
@@ -381,39 +380,42 @@ class RunResults:
         return next((g for g in self.groups if (g.workload, g.point, g.server) == (workload, point, server)), None)
 
 
-def _p99_limit_us(name: str, groups: list[Group], catalog: dict[str, Any]) -> float:
+def _p99_limit_us(groups: list[Group], facts: dict[str, Any]) -> float:
     for g in groups:
         for c in g.ok:
             if c.metrics.p99_limit_us:
                 return float(c.metrics.p99_limit_us)
-    wl = catalog.get(name)
-    if wl is not None:
-        for size in (wl.quick, wl.full):
-            for p in (size.points if size else []):
-                if p.mode == "capacity" and p.p99_limit:
-                    return parse_duration(p.p99_limit) * 1e6
-    return DEFAULT_P99_LIMIT_US
+    return float(facts.get("p99_limit_us") or DEFAULT_P99_LIMIT_US)
 
 
-def _kind(name: str, groups: list[Group], catalog: dict[str, Any]) -> str:
-    """The kind stored with the cells, else the workload file's, else throughput."""
+def _kind(groups: list[Group], facts: dict[str, Any]) -> str:
+    """The kind stored with the cells, else the workload's stored facts, else throughput."""
     for g in groups:
         for c in g.ok + g.bad:
             if c.metrics.kind:
                 return c.metrics.kind
-    wl = catalog.get(name)
-    return getattr(wl, "kind", None) or "throughput"
+    return facts.get("kind") or "throughput"
+
+
+def workload_facts(fingerprint: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each workload's facts as the run stored them (Workload.facts); a run stored before they were
+    kept falls back to today's workloads/*.toml, as its reports always did."""
+    stored = (fingerprint or {}).get("workloads")
+    if stored is not None:
+        return stored
+    return {name: w.facts() for name, w in load_workloads(errors=[]).items()}
 
 
 def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
-            catalog: dict[str, Any] | None = None) -> RunResults:
+            facts: dict[str, dict[str, Any]] | None = None) -> RunResults:
     """Group cells into workloads → points → servers and rank each point; cross-check cells
-    (those with `metrics.tool`) go to `RunResults.tools` instead (aggregate_tools)."""
+    (those with `metrics.tool`) go to `RunResults.tools` instead (aggregate_tools). `facts`: each
+    workload's stored facts (default: the fingerprint's, see workload_facts)."""
     tools = compare_tools([c for c in cells if c.metrics.tool is not None])
     cells = [c for c in cells if c.metrics.tool is None]
     servers_info = (fingerprint or {}).get("servers") or {}
-    if catalog is None:
-        catalog = load_workloads(errors=[])
+    if facts is None:
+        facts = workload_facts(fingerprint)
     by_key: dict[tuple[str, str, str], Group] = {}
     order: list[str] = []
     for c in cells:
@@ -427,7 +429,8 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
     out: list[WorkloadData] = []
     for name in order:
         groups = [g for (w, _, _), g in by_key.items() if w == name]
-        kind = _kind(name, groups, catalog)
+        wl = facts.get(name) or {}
+        kind = _kind(groups, wl)
         for g in groups:
             g.kind = kind
         labels = sorted({g.point for g in groups}, key=point_key)
@@ -435,9 +438,8 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         _link_efficiency(points)
         if kind == "noisy":
             noisy.attach(groups)
-        wl = catalog.get(name)
-        out.append(WorkloadData(name, getattr(wl, "description", "") or "", points,
-                                _p99_limit_us(name, groups, catalog), kind))
+        out.append(WorkloadData(name, wl.get("description") or "", points, _p99_limit_us(groups, wl), kind,
+                                bool(wl.get("ramp"))))
     return RunResults(run_id, out, tools=tools)
 
 
@@ -499,4 +501,4 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
 
 
 __all__ = ["client_bound_blocks", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Caveat", "collect", "load",
-           "merge_histograms", "hist_percentiles", "point_key", "PCTS"]
+           "merge_histograms", "hist_percentiles", "point_key", "PCTS", "workload_facts"]

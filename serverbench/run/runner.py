@@ -349,7 +349,9 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     if resume is None:
         if fingerprint is None:
             fingerprint = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
-        run_id = store.new_run({**fingerprint, "cpu_split": cpu_split}, opts.to_dict())
+        # what the report needs of each workload, stored so that it never re-reads workloads/*.toml
+        facts = {w.name: w.facts() for w in workloads}
+        run_id = store.new_run({**fingerprint, "cpu_split": cpu_split, "workloads": facts}, opts.to_dict())
     else:
         store.reopen_run(run_id)
     log_dir = paths.LOGS / f"run-{run_id}"
