@@ -258,7 +258,7 @@ def test_capacity_that_never_breaks_is_flagged_as_a_lower_bound(env, monkeypatch
     assert [s.held for s in c.metrics.steps] == [True] * 5
     assert c.metrics.capacity_ceiling is True and c.metrics.capacity_target_rate == 1600
     from serverbench.results import aggregate
-    [wl] = aggregate.collect(res.run_id, env["store"].cells(res.run_id), {}, catalog={}).workloads
+    [wl] = aggregate.collect(res.run_id, env["store"].cells(res.run_id), {}, facts={}).workloads
     [g] = wl.points[0].groups
     assert any(w.kind == "lower-bound" for w in g.warnings)
 
