@@ -4,16 +4,13 @@ measure.py      the measuring core every path shares (runner, cross-check, `--sp
                 interval, the admission gate, the repetition order, the warm-up, a server sampled while
                 a load runs, the CellMetrics fields of what was measured
 runner.py       the matrix: server starts, points, resume, one cell per rep, through measure.py
-warmup.py       warm-up to steady state: the rule, the one-second rounds, their figures
 fixed_rate.py   the fixed-rate step: a client-bound block measured again at one common rate
 capacity.py     capacity points: step the rate up, bisect the bracket
-cores.py        the cores sweep: points per server CPU count, and its figures and warnings
 split.py        `--split auto`: the server/client CPU split from a short calibration
 fingerprint.py  the environment a run was measured in, stored with it
 lifecycle.py    a stored run's life: finished, interrupted or failed
 events.py       what the runner reports while it measures (the CLI renders it)
 
-May import: paths, model, store, catalog, processes, verify, overtime, cluster.
-Hands out `run_matrix` and `MatrixResult` to the CLI, measure.py's core to crosscheck; results reads warmup's, cores' and
-fingerprint's figures of stored cells.
+May import: paths, model, store, catalog, rules, processes, verify, overtime, cluster.
+Hands out `run_matrix` and `MatrixResult` to the CLI, measure.py's core to crosscheck; results reads rules/, not run/.
 """
