@@ -169,3 +169,16 @@ def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
     store.reopen_run(res.run_id)
     again = runner.run_matrix(store, opts, resume=res.run_id, **kw)
     assert len([c for c in store.cells(again.run_id) if c.metrics.fixed_rate_of]) == 2
+
+
+def test_sessions_are_not_judged_for_fairness() -> None:
+    """A ramp's users that have not arrived yet count as waiting in loadgen's figures: not a finding."""
+    from serverbench.model import LoadgenReport
+    report = LoadgenReport.model_validate({"schema": "loadgen/1", "config": {"mode": "sessions"},
+                                           "summary": {"requests": 1, "responses": 1, "ok": 1, "errors": 0,
+                                                       "rps": 1.0, "latency_us": {}}})
+    cell = _cell("ramped", 1, kind="fixed-load", fairness=_fair(400, 100, 10, 300))
+    cell.loadgen = report
+    assert fairness.of([cell]) == [] and not fairness.unfair([cell])
+    closed = _cell("closed", 1, kind="throughput", fairness=_fair(400, 100, 10, 300))
+    assert fairness.unfair([closed])
