@@ -49,13 +49,13 @@ def profiles_json(profiles: list[Any]) -> dict[str, Any]:
     return out
 
 
-def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, starts: int = 5,
+def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = True, starts: int = 5,
                  levels: tuple[int, ...] | None = None, server_cpus: list[int] | None = None,
                  client_cpus: list[int] | None = None, workers: int | None = None,
                  only_changed: bool = False, out: Console = console) -> list[Any]:
     """Profile `ids` (all when None), print each step and the table; the profiles (stored)."""
     from .cost.profiler import ProfileOptions, profile_servers
-    opts = ProfileOptions(cold=cold, starts=starts, server_cpus=server_cpus or [], client_cpus=client_cpus or [],
+    opts = ProfileOptions(cold=cold, warm=warm, starts=starts, server_cpus=server_cpus or [], client_cpus=client_cpus or [],
                           workers=workers, only_changed=only_changed)
     if levels:
         opts.levels = levels
@@ -67,6 +67,9 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, starts: int =
     out.print(profile_table(profiles))
     if not cold:
         out.print("[dim]--no-cold: cold builds skipped (an earlier cold figure of the same code is kept)[/]")
+    if not warm:
+        out.print("[dim]warm rebuilds skipped (an earlier figure of the same code is kept); "
+                  "`serverbench profile` measures them[/]")
     out.print("[dim]↓ = dependency download timed apart before the cold build; elsewhere it is included[/]")
     return profiles
 

@@ -167,3 +167,20 @@ def test_cli_profile_stores_and_writes_json(rows: dict, tmp_path: Path) -> None:
     again = CliRunner().invoke(cli.app, ["profile", "quick", "--only-changed", "--db", str(db)])
     assert again.exit_code == 0, again.output
     assert Store(db).db.execute("SELECT COUNT(*) FROM profiles").fetchone()[0] == 1
+
+
+def test_a_profile_without_the_warm_rebuild_keeps_an_earlier_figure_of_the_same_code(rows: dict) -> None:
+    """`make bench` (quick) skips the warm rebuild: the row must be built already, and a warm figure
+    of the same code measured earlier is kept, never one of other code."""
+    m = rows["counted"]
+    opts = dict(cold=False, starts=1, levels=(5, 10), server_cpus=[], client_cpus=[])
+    first = profile_server(m, ProfileOptions(**opts))
+    assert first.build_warm_s is not None
+    again = profile_server(m, ProfileOptions(warm=False, **opts), previous=first)
+    assert again.build_warm_s == first.build_warm_s and again.errors == [], again.errors
+    assert again.startup_ms is not None  # the rest of the profile still ran
+    other = first.model_copy(update={"folder_hash": "other code"})
+    assert profile_server(m, ProfileOptions(warm=False, **opts), previous=other).build_warm_s is None
+    build._stamp(m).unlink()  # not built any more: nothing to start, said in one line
+    unbuilt = profile_server(m, ProfileOptions(warm=False, **opts), previous=first)
+    assert unbuilt.startup_ms is None and any("not built" in e for e in unbuilt.errors), unbuilt.errors
