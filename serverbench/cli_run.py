@@ -278,7 +278,7 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
         if m.id not in built:
             console.print(f"[yellow]skip {m.id}: build failed (see `serverbench build {m.id}`)[/]")
     passed, failed = verify_and_show([m for m in avail if m.id in built], store, server_cpus=None,
-                                     allow_unavailable=True)
+                                     allow_unavailable=True, compact=True)
     if failed:
         console.print(f"[yellow]not measured (failed verify): {', '.join(failed)}[/]")
     if not passed:

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .cli_common import cpus_option, open_store, selected
@@ -29,7 +30,9 @@ def _result(name: str, passed: bool, skipped: bool) -> str:
     return "[red]FAIL[/]"
 
 
-def show_verdict(v: ServerVerdict, out: Console = console) -> None:
+def show_verdict(v: ServerVerdict, out: Console = console, *, compact: bool = False) -> None:
+    """The verdict and a table of its checks; `compact` (make bench): one line per row, plus the
+    checks that did not pass, so 32 rows take a screen rather than 1,300 lines."""
     if v.problem is not None:
         if v.skipped:
             out.print(f"[dim]skip {v.server}: {v.problem}[/]")
@@ -40,6 +43,12 @@ def show_verdict(v: ServerVerdict, out: Console = console) -> None:
     notes = ([f"{len(a.deviations)} deviation(s)"] if a.deviations else []) + \
         ([f"not run with {', '.join(sorted(a.features))}"] if a.features else [])
     verdict = ("[green]PASS[/]" if v.passed else "[red]FAIL[/]") + (f" ({'; '.join(notes)})" if notes else "")
+    if compact:
+        shown = [r for r in v.checks if not r.passed and not r.skipped]
+        out.print(f"{v.server}: {verdict}, {sum(r.passed for r in v.checks)} of {len(v.checks)} checks passed")
+        for r in shown:
+            out.print(f"  {r.name}: {_result(r.name, r.passed, r.skipped)} — {escape(r.detail)}", highlight=False)
+        return
     t = Table(title=f"{v.server}: {verdict}", title_justify="left")
     t.add_column("check")
     t.add_column("kind")
@@ -53,12 +62,12 @@ def show_verdict(v: ServerVerdict, out: Console = console) -> None:
 
 
 def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
-                    allow_unavailable: bool) -> tuple[list[str], list[str]]:
+                    allow_unavailable: bool, compact: bool = False) -> tuple[list[str], list[str]]:
     """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither."""
     passed: list[str] = []
     failed: list[str] = []
     for v in verify_servers(manifests, store, server_cpus=server_cpus, allow_unavailable=allow_unavailable):
-        show_verdict(v)
+        show_verdict(v, compact=compact)
         if not v.skipped:
             (passed if v.passed else failed).append(v.server)
     return passed, failed

@@ -1,0 +1,20 @@
+"""`make bench` shows each row's verify verdict in one line (cli_verify.show_verdict compact)."""
+from __future__ import annotations
+
+
+def test_compact_verdict_is_one_line_plus_the_checks_that_did_not_pass() -> None:
+    """make bench's verify output: one line per row, the failing checks named with their detail."""
+    import io
+    from rich.console import Console
+    from serverbench import verify as vf
+    from serverbench.cli_verify import show_verdict
+    from serverbench.verify.servers import ServerVerdict
+    checks = [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404 [not found]")]
+    buf = io.StringIO()
+    show_verdict(ServerVerdict("row", False, checks), Console(file=buf, width=200), compact=True)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("row: FAIL") and "1 of 2 checks passed" in lines[0], lines
+    assert len(lines) == 2 and lines[1].startswith("  file: ") and lines[1].endswith("404 [not found]"), lines
+    buf = io.StringIO()
+    show_verdict(ServerVerdict("row", True, checks[:1]), Console(file=buf, width=200), compact=True)
+    assert buf.getvalue().splitlines() == ["row: PASS, 1 of 1 checks passed"]
