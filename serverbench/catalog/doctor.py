@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from serverbench import paths
@@ -121,3 +122,27 @@ def check(m: Manifest, step: Step = "build") -> Availability:
 
 def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
     return [check(m, step) for m in ms]
+
+
+# The harness's own PostgreSQL (database/): Debian keeps the server binaries off PATH, under
+# /usr/lib/postgresql/<major>/bin; SERVERBENCH_PG_BIN names another folder.
+POSTGRES_HINT = "apt-get install -y postgresql postgresql-contrib (or: make system)"
+
+
+def postgres_bindir() -> Path | None:
+    """The folder holding `initdb` and `postgres` (the newest Debian major first), or None."""
+    override = os.environ.get("SERVERBENCH_PG_BIN")
+    found = [Path(override)] if override else []
+    on_path = shutil.which("initdb")
+    found += [Path(on_path).resolve().parent] if on_path else []  # a symlink to Debian's folder
+    found += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True,
+                    key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    return next((d for d in found if (d / "initdb").is_file() and (d / "postgres").is_file()), None)
+
+
+def postgres_check() -> tuple[bool, str]:
+    """(present, detail) for doctor: the server binaries' folder, or the fix."""
+    bindir = postgres_bindir()
+    if bindir is None:
+        return False, f"initdb/postgres not found; fix: {POSTGRES_HINT}"
+    return True, str(bindir)
