@@ -165,3 +165,56 @@ def test_shares_must_name_a_folder(servers_root: Path, make_server) -> None:
     cat = load_catalog(servers_root)
     assert "app" not in cat.servers
     assert any("'shares'" in e and "../_shared/missing" in e for e in cat.errors)
+
+
+def test_builds_run_two_at_a_time_and_keep_the_order(servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    """Each build waits until the other has started: one at a time, neither would ever finish (the
+    wait is bounded, and a build that timed out exits 1). Results keep the catalog's order."""
+    marks = sandbox_paths / "marks"
+    marks.mkdir()
+    for me, other in (("a", "b"), ("b", "a")):
+        make_server(me, build=f"touch '{marks}/{me}'; for i in $(seq 100); do [ -e '{marks}/{other}' ] && exit 0; "
+                              "sleep 0.05; done; exit 1")
+    res = build(select(load_catalog(servers_root), None), progress=False, jobs=2)
+    assert [(r.id, r.status) for r in res] == [("a", "built"), ("b", "built")], [r.error for r in res]
+
+
+def test_an_interrupt_kills_every_running_build_and_its_children(
+        servers_root: Path, make_server, sandbox_paths: Path) -> None:
+    """Builds run in process groups of their own (a terminal's Ctrl-C does not reach them): an
+    interrupt of the harness kills each whole group, children included, and propagates."""
+    import signal
+    import threading
+    import pytest
+    from serverbench.catalog import build as build_mod
+    pids = sandbox_paths / "pids"
+    pids.mkdir()
+    for name in ("x", "y"):
+        make_server(name, build=f"sleep 60 & echo $! > '{pids}/{name}-child'; wait")
+
+    def interrupt_when_running() -> None:
+        for _ in range(200):
+            if len(list(pids.iterdir())) == 2:
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+    # the interrupt arrives once both builds (and their children) are running, as a Ctrl-C would
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        build(select(load_catalog(servers_root), None), progress=False, jobs=2)
+    children = [int(p.read_text()) for p in pids.iterdir()]
+    assert len(children) == 2 and build_mod._RUNNING == {}
+    for pid in children:
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid), f"build child {pid} still running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
