@@ -106,6 +106,30 @@ def default_jobs() -> int:
 
 _RUNNING: dict[int, subprocess.Popen[bytes]] = {}
 _RUNNING_LOCK = threading.Lock()
+# Builds that share a tool's writable cache run one at a time: Maven's local repository (~/.m2) is
+# written by a first build's downloads, and cargo rows share build/cargo-target (cargo would wait
+# on its own lock anyway). Other builds write only into their own folder.
+SHARED_CACHE_TOOLS = ("cargo", "mvn")
+_TOOL_LOCKS = {tool: threading.Lock() for tool in SHARED_CACHE_TOOLS}
+
+
+def _tool(m: Manifest) -> str | None:
+    words = m.build.replace("&&", " ").replace(";", " ").split()
+    return next((t for t in SHARED_CACHE_TOOLS if t in words), None)
+
+
+def _interleaved(todo: list[tuple[Manifest, str | None]]) -> list[tuple[Manifest, str | None]]:
+    """`todo` reordered so that builds of one shared-cache tool are spread out (round robin over the
+    tools and the rest), so a build slot seldom waits for another slot's tool lock."""
+    groups: dict[str, list[tuple[Manifest, str | None]]] = {}
+    for item in todo:
+        groups.setdefault(_tool(item[0]) or "", []).append(item)
+    rest = groups.pop("", [])
+    lanes = [*groups.values(), *([x] for x in rest)]
+    out = []
+    for i in range(max((len(lane) for lane in lanes), default=0)):
+        out += [lane[i] for lane in lanes if i < len(lane)]
+    return out
 
 
 def _build_one(m: Manifest, log_path: Path) -> tuple[bool, str | None]:
@@ -149,10 +173,12 @@ def stop_builds() -> None:
 
 
 def _build_and_stamp(m: Manifest, version: str | None) -> BuildResult:
-    t0 = time.monotonic()
-    log_path = paths.LOGS / f"build-{m.id}.log"
-    ok, err = _build_one(m, log_path)
-    secs = time.monotonic() - t0
+    tool = _tool(m)
+    with _TOOL_LOCKS[tool] if tool else contextlib.nullcontext():
+        t0 = time.monotonic()
+        log_path = paths.LOGS / f"build-{m.id}.log"
+        ok, err = _build_one(m, log_path)
+        secs = time.monotonic() - t0
     if not ok:
         _stamp(m).unlink(missing_ok=True)
         return BuildResult(m.id, "failed", secs, log_path, err)
@@ -212,7 +238,7 @@ def _build_all(todo: list[tuple[Manifest, str | None]], jobs: int, console: Cons
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="build")
     try:
         with status:
-            futures = [pool.submit(_build_and_stamp, m, version) for m, version in todo]
+            futures = [pool.submit(_build_and_stamp, m, version) for m, version in _interleaved(todo)]
             for fut in as_completed(futures):
                 r = fut.result()
                 if console:
