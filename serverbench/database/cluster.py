@@ -6,7 +6,8 @@ started directly, not through pg_ctl (which daemonizes it), so the harness holds
 the harness's child, in a session of its own (a terminal's Ctrl-C reaches only the harness, which
 stops it), and the kernel SIGKILLs it if the harness dies (`setpriv --pdeathsig`, set after the
 user change, which would clear it); its own children exit when they see the postmaster gone. A
-folder left by a harness killed that way is removed by the next start (`sweep_stale`).
+folder left by a harness killed that way is removed by the next start (`sweep_stale`). initdb is tied
+to the harness the same way.
 
 PR_SET_PDEATHSIG fires when the *thread* that started the child ends: start it from a thread that
 lives as long as the cluster is needed (the main thread).
@@ -128,8 +129,8 @@ def log_tail(path: Path) -> str:
 
 def _initdb(bindir: Path, folder: Path, user: list[str]) -> None:
     log = folder / "initdb.log"
-    cmd = ["setpriv", *user, "--", str(bindir / "initdb"), "-D", str(folder / "data"), "-U", PG_USER,
-           "-E", "UTF8", "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
+    cmd = ["setpriv", *user, "--pdeathsig=KILL", "--", str(bindir / "initdb"), "-D", str(folder / "data"),
+           "-U", PG_USER, "-E", "UTF8", "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256",
            "--no-sync"]  # a throwaway cluster: no fsync of the fresh files (seconds on a slow disk)
     with open(log, "wb") as out:
         rc = subprocess.run(cmd, cwd=folder, env=_env(), stdin=subprocess.DEVNULL, stdout=out,
