@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Is the order the fixed-rate step gives a client-bound block the same from run to run? (issue 35)
+"""Is the order the fixed-rate step gives the top of prantl-wrk the same from run to run? (issue 35)
 
-Runs prantl-wrk on ROWS (default: the rows `make bench` finds client-bound on the 2-core machine)
-with 3 repetitions, RUNS times (each a fresh results database, as a fresh `make bench` would be),
-through the harness (`serverbench run`: the fixed-rate step runs when two or more rows are client-bound).
+Runs prantl-wrk on ROWS (default: rows at the top of `make bench` on the 2-core machine) with 3
+repetitions, RUNS times (each a fresh results database, as a fresh `make bench` would be), through the
+harness (`serverbench run`: the fixed-rate step runs when two or more rows are client-bound, or tied
+with the first row within the repetitions' noise).
 Prints, per run: the block, the common rate, each row's server CPU per request (median) and the
 verdict line; then how many runs gave the most common order (of the rows every run measured) and
 whether the leader named beyond noise was the same.
@@ -48,7 +49,7 @@ def main() -> None:
         order, verdict, cpu = one_run(rows, tmp / f"run{i}.db")
         orders.append(tuple(order))
         leaders.append(verdict.split(" leads beyond")[0].split(" — ")[-1] if " leads beyond that" in verdict else None)
-        print(f"run {i + 1}: order {' < '.join(order) or '(no block: the step did not run)'}; CPU µs/request "
+        print(f"run {i + 1}: order {' < '.join(order) or '(no block or tie at the top: the step did not run)'}; CPU µs/request "
               + ", ".join(f"{s} {v:.2f}" for s, v in cpu.items()))
         print(f"        at a glance: {verdict}")
         print(f"        load average: {' '.join(open('/proc/loadavg').read().split()[:3])}")
