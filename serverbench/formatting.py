@@ -20,7 +20,7 @@ def fmt_num(x: float | None, digits: int = 0) -> str:
 
 def fmt_cpu(g: Any) -> str:
     """Server CPU of a group as 'mean % / user+sys seconds'."""
-    pct, secs = g.median("cpu_percent"), g.cpu_s
+    pct, secs = g.median(lambda m: m.usage.cpu_percent), g.cpu_s
     if pct is None and secs is None:
         return "—"
     parts = [f"{pct:.0f} %" if pct is not None else None, f"{secs:.1f} s" if secs is not None else None]

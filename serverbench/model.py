@@ -1,7 +1,7 @@
 """The results model: what a run was asked for, what one cell measured, and the loadgen's JSON.
 
-Every stored figure is a field of `CellMetrics`, documented here once with its unit in its
-name. The store reads and writes cells through these types; the aggregation (aggregate.py)
+Every stored figure is a field of one of `CellMetrics`' groups (counts, latency, server usage,
+warm-up…), documented here once with its unit in its name. The store reads and writes cells through these types; the aggregation (aggregate.py)
 reads them; nothing else parses `metrics_json` or a loadgen file.
 """
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
+                      model_serializer, model_validator)
 
 from .fairness import Fairness
 
@@ -146,12 +147,15 @@ class ToolRun(BaseModel):
     notes: list[str] = Field(default_factory=list, description="how the workload was translated, caps, caveats")
 
 
-class CellMetrics(BaseModel):
-    """Every figure stored with a cell (None = not applicable to this cell)."""
+class _Record(BaseModel):
+    """A group of a cell's figures. Unknown fields are refused: a typo is a bug, not a new figure."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: str | None = Field(None, description="the workload's kind (what it ranks by), when measured")
-    # loadgen: throughput and counts
+
+
+class Counts(_Record):
+    """loadgen: throughput and how the requests ended."""
+
     rps: float | None = Field(None, description="successful (2xx/3xx) responses per second of measured time")
     responses_rps: float | None = Field(None, description="responses of any status per second")
     requests: int | None = Field(None, description="requests that ended: responses of any status + transport errors")
@@ -163,7 +167,18 @@ class CellMetrics(BaseModel):
     timeouts: int | None = Field(None, description="error_classes.timeout")
     error_classes: dict[str, int] = Field(default_factory=dict,
                                           description="connect, read, write, timeout, status, malformed")
-    # loadgen: latency (open load: corrected for coordinated omission)
+
+    @property
+    def error_share(self) -> float | None:
+        """Failed share of the requests that ended (non-2xx/3xx + transport errors)."""
+        if not self.requests:
+            return None
+        return (self.requests - (self.ok or 0)) / self.requests
+
+
+class Latency(_Record):
+    """loadgen: latency in µs (open load: corrected for coordinated omission)."""
+
     p50_us: float | None = None
     p75_us: float | None = None
     p90_us: float | None = None
@@ -174,6 +189,11 @@ class CellMetrics(BaseModel):
     mean_us: float | None = None
     answered_p50_us: float | None = Field(None, description="p50 of answered requests only")
     answered_p99_us: float | None = Field(None, description="p99 of answered requests only")
+
+
+class Offered(_Record):
+    """loadgen: the load offered (its size and measured time) and what of it was left undone."""
+
     duration_s: float | None = Field(None, description="measured seconds (loadgen)")
     missed_sends: int = Field(0, description="open load: sends not made on schedule (pool exhausted)")
     unanswered: int = Field(0, description="requests waiting >= 1 s for a response when the run ended")
@@ -182,6 +202,11 @@ class CellMetrics(BaseModel):
     connections: int | None = Field(None, description="closed load connections")
     users: int | None = Field(None, description="sessions: virtual users")
     max_connections: int | None = Field(None, description="open load: the client's connection pool cap")
+
+
+class Client(_Record):
+    """The client side: what the load generator and the harness used, and where the load went."""
+
     client_cpu_percent: float | None = Field(None, description="loadgen CPU, 100 = one core")
     client_saturated: bool = Field(False, description="loadgen used >= 90 % of the cores it could")
     shards: int | None = Field(None, description="--cluster: loadgen processes the point's load was split "
@@ -194,7 +219,11 @@ class CellMetrics(BaseModel):
                                                                 "above 5 ms their windows did not line up")
     harness_cpu_percent: float | None = Field(None, description="serverbench's own CPU during the measured run "
                                                                 "(sampler included), 100 = one core")
-    # the server's process tree (sampler)
+
+
+class ServerUsage(_Record):
+    """The server's process tree over the measured run (the sampler)."""
+
     cpu_user_s: float | None = None
     cpu_sys_s: float | None = None
     cpu_percent: float | None = Field(None, description="mean, 100 = one core")
@@ -205,7 +234,11 @@ class CellMetrics(BaseModel):
     processes_peak: int | None = None
     ctx_voluntary: int | None = None
     ctx_involuntary: int | None = None
-    # the server over time (its per-second series is in the cell's usage, timeline.py reads it)
+
+
+class ServerOverTime(_Record):
+    """The server over time (its per-second series is in the cell's usage; timeline.py reads it)."""
+
     series_offset_s: float | None = Field(None, description="loadgen's measurement start − the sampler's start: "
                                                             "shifts the server's series onto the loadgen's axis")
     server_died_at_s: float | None = Field(None, description="the server's process was gone at this second of the "
@@ -215,12 +248,21 @@ class CellMetrics(BaseModel):
     rss_end_bytes: int | None = Field(None, description="tree RSS in its last second")
     others_cpu_percent: float | None = Field(None, description="mean CPU % other processes used on the server's "
                                                                "CPUs during the measured run (100 = one CPU)")
+
+
+class MemoryLimit(_Record):
+    """--server-memory-limit: the limit put on the server's tree, and whether it ended the server."""
+
     memory_limit_bytes: int | None = Field(None, description="--server-memory-limit for the server's tree")
     memory_limit_method: str | None = Field(None, description="cgroup-v2 | rss-watchdog (memlimit.py)")
     memory_limit_detail: str | None = Field(None, description="the cgroup, or why cgroup v2 was not used")
     memory_killed_at_s: float | None = Field(None, description="the limit ended the server at this second "
                                                                "(watchdog: first sample past it; cgroup: OOM kill)")
-    # overload workloads (overload.py): the peak and what happened past it
+
+
+class OverloadFigures(_Record):
+    """Overload workloads (overtime/overload.py): the peak and what happened past it."""
+
     overload_verdict: str | None = Field(None, description="crashes | degrades | sheds | slows | holds | kept up")
     overload_reason: str | None = Field(None, description="the figures behind the verdict")
     peak_ok_rps: float | None = Field(None, description="highest 3-second mean of successful responses/s")
@@ -231,12 +273,20 @@ class CellMetrics(BaseModel):
     failed_share_after_peak: float | None = Field(None, description="failed share of the requests from the peak on")
     growth_from_base: float | None = Field(None, description="answered latency at the end ÷ at light load")
     growth_from_peak: float | None = Field(None, description="answered latency at the end ÷ at the peak")
-    # soak workloads (soak.py): per-second p99s
+
+
+class SoakFigures(_Record):
+    """Soak workloads (overtime/soak.py): the per-second p99s."""
+
     worst_second_p99_us: float | None = Field(None, description="the highest p99 of any one second")
     worst_second_at_s: int | None = Field(None, description="that second")
     median_second_p99_us: float | None = Field(None, description="the median of the per-second p99s")
     second_p99_spread_us: float | None = Field(None, description="p90 − p10 of the per-second p99s")
-    # how the cell was run
+
+
+class Setup(_Record):
+    """How the cell was run: the server's workers and CPUs, the calibrated rate, the plan."""
+
     workers: int | None = Field(None, description="$WORKERS the server ran with")
     bound: int | None = Field(None, description="max_connections for those workers (None = unbounded)")
     server_cores: int | None = Field(None, description="cores sweep: the server CPUs this point's own start was "
@@ -248,7 +298,11 @@ class CellMetrics(BaseModel):
     calibration_rps: float | None = Field(None, description='rate="N%" points: closed-loop rps measured first')
     warmup_s: float | None = None
     planned_s: float | None = None
-    # warm-up to steady state (warmup.py): one successful rate per second of warm-up load
+
+
+class WarmupFigures(_Record):
+    """Warm-up to steady state (rules/warmup.py): one successful rate per second of warm-up load."""
+
     warmup_rates: list[float] | None = Field(None, description="the warm-up's per-second successful rates")
     warmup_steady: bool | None = Field(None, description="the start's first point: its warm-up met the steady "
                                                          "rule (False: 'not steady'); None for a brief warm-up")
@@ -256,45 +310,119 @@ class CellMetrics(BaseModel):
     warmup_steady_s: float | None = Field(None, description="seconds of load from the first request until steady")
     warmup_first_share: float | None = Field(None, description="the first second's rate ÷ the steady rate")
     warmup_max_s: float | None = Field(None, description="the warm-up's maximum (the size's steady_max)")
-    # kind noisy: the bad clients beside the legitimate load (counted apart from it by loadgen)
+
+
+class NoiseFigures(_Record):
+    """Kind noisy: the bad clients beside the legitimate load (counted apart from it by loadgen)."""
+
     noise: dict[str, Any] | None = Field(None, description="loadgen's noise counters: shape, connections, opened, "
                                          "held_peak, held_at_end, bytes, responses by class, how each ended")
     noise_twin: str | None = Field(None, description="the label of this noise point's quiet twin")
-    fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
-                                      "throughput point whose client-bound block this cell helps order")
-    # closed load and sessions: requests completed per connection slot (fairness.py)
-    fairness: Fairness | None = Field(None, description="loadgen's per-slot figures: slots, served, Jain's index, "
-                                      "longest wait, slots that waited beyond the timeout, slots served per second")
+
+
+class Timing(_Record):
+    """The cell's time outside the measured load: the server's start and the harness's overhead."""
+
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
     server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
     ready_timeout_s: float | None = None
-    # capacity points
+
+
+class Capacity(_Record):
+    """Capacity points: the stepped search for the highest rate held within the p99 limit."""
+
     capacity_rps: float | None = Field(None, description="achieved rps of the highest step that held")
     capacity_target_rate: float | None = None
     p99_limit_us: float | None = None
     capacity_ceiling: bool | None = Field(None, description="every step held: capacity is a lower bound")
     capacity_client_bound: bool | None = Field(None, description="the failing step saturated the client")
     steps: list[CapacityStep] | None = None
+
+
+class CellMetrics(BaseModel):
+    """Every figure stored with a cell, grouped by what it describes (None = not applicable).
+
+    Stored flat (`metrics_json`: one key per figure, the order of the fields below with each group's
+    fields in place): the flat keys are what old runs hold and what exports show, so reading groups
+    them (`_group`) and writing flattens them again (`_flatten`), and a stored run reads the same
+    before and after a regrouping."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str | None = Field(None, description="the workload's kind (what it ranks by), when measured")
+    counts: Counts = Field(default_factory=Counts)
+    latency: Latency = Field(default_factory=Latency)
+    offered: Offered = Field(default_factory=Offered)
+    client: Client = Field(default_factory=Client)
+    usage: ServerUsage = Field(default_factory=ServerUsage)
+    over_time: ServerOverTime = Field(default_factory=ServerOverTime)
+    memory: MemoryLimit = Field(default_factory=MemoryLimit)
+    overload: OverloadFigures = Field(default_factory=OverloadFigures)
+    soak: SoakFigures = Field(default_factory=SoakFigures)
+    setup: Setup = Field(default_factory=Setup)
+    warmup: WarmupFigures = Field(default_factory=WarmupFigures)
+    noisy: NoiseFigures = Field(default_factory=NoiseFigures)
+    fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
+                                      "throughput point whose client-bound block this cell helps order")
+    # closed load and sessions: requests completed per connection slot (fairness.py)
+    fairness: Fairness | None = Field(None, description="loadgen's per-slot figures: slots, served, Jain's index, "
+                                      "longest wait, slots that waited beyond the timeout, slots served per second")
+    timing: Timing = Field(default_factory=Timing)
+    capacity: Capacity = Field(default_factory=Capacity)
     # cross-check cells (`serverbench crosscheck`): the tool, its command and the server's count
     tool: ToolRun | None = None
 
-    @property
-    def error_share(self) -> float | None:
-        """Failed share of the requests that ended (non-2xx/3xx + transport errors)."""
-        if not self.requests:
-            return None
-        return (self.requests - (self.ok or 0)) / self.requests
+    @model_validator(mode="before")
+    @classmethod
+    def _group(cls, data: Any) -> Any:
+        """Flat stored keys into their groups. A group may also be given whole (a record or a dict: what
+        a producer built): it replaces that group's keys given before it, and keys after it are added."""
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            group = _GROUP_OF.get(key)
+            if group is None:
+                out[key] = value
+                continue
+            have = out.get(group)
+            if isinstance(have, BaseModel):
+                have = have.model_dump(exclude_unset=True)
+            out[group] = {**(have or {}), key: value}
+        return out
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The groups' fields in place of the groups: the stored, flat shape (and its key order)."""
+        nested = handler(self)
+        out: dict[str, Any] = {}
+        for name, value in nested.items():
+            if name in _GROUPS:
+                out.update(value)
+            else:
+                out[name] = value
+        return out
 
     @classmethod
     def load(cls, data: dict[str, Any] | None) -> "CellMetrics":
         """From stored JSON; keys this version does not know are dropped (older/newer rows)."""
         data = dict(data or {})
-        known = {k: v for k, v in data.items() if k in cls.model_fields}
-        return cls.model_validate(known)
+        return cls.model_validate({k: v for k, v in data.items() if k in FLAT_KEYS})
 
     def dump(self) -> dict[str, Any]:
+        """The stored shape: flat, None left out."""
         return self.model_dump(mode="json", exclude_none=True)
 
+    def updated(self, figures: dict[str, Any]) -> "CellMetrics":
+        """A copy with `figures` (stored keys, or whole groups) set, validated like a stored row."""
+        return CellMetrics.model_validate({**self.dump(), **figures})
+
+
+# The groups of CellMetrics, and the group each flat stored key belongs to.
+_GROUPS: dict[str, type[_Record]] = {
+    name: f.annotation for name, f in CellMetrics.model_fields.items()
+    if isinstance(f.annotation, type) and issubclass(f.annotation, _Record)}
+_GROUP_OF: dict[str, str] = {key: name for name, rec in _GROUPS.items() for key in rec.model_fields}
+FLAT_KEYS = frozenset(_GROUP_OF) | (frozenset(CellMetrics.model_fields) - frozenset(_GROUPS))
 
 # -- what a run was asked for --------------------------------------------------------------------
 DEFAULT_REPEAT = 3
@@ -449,5 +577,7 @@ class CellRecord:
 
 
 __all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
-           "CellMetrics", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
+           "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
+           "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "FLAT_KEYS",
+           "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
            "ServerProfile", "RssLevel"]

@@ -58,10 +58,10 @@ def cell_line(cell: Any) -> str:
     tag = f"{cell.server} · {cell.workload} · {cell.point} · r{cell.repetition}"
     if cell.status == "ok":
         m = cell.metrics
-        lat = f"p99 {m.p99_us / 1000:.2f} ms" if m.p99_us is not None else ""
-        rate = (f"capacity {m.capacity_rps:,.0f} rps" if m.capacity_rps is not None else f"{(m.rps or 0):,.0f} rps")
-        warn = "  [yellow]client saturated[/]" if m.client_saturated else ""
-        errs = f"  [yellow]{m.errors} errors[/]" if m.errors else ""
+        lat = f"p99 {m.latency.p99_us / 1000:.2f} ms" if m.latency.p99_us is not None else ""
+        rate = (f"capacity {m.capacity.capacity_rps:,.0f} rps" if m.capacity.capacity_rps is not None else f"{(m.counts.rps or 0):,.0f} rps")
+        warn = "  [yellow]client saturated[/]" if m.client.client_saturated else ""
+        errs = f"  [yellow]{m.counts.errors} errors[/]" if m.counts.errors else ""
         return f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}{warmup_note(m)}"
     if cell.status == "failed":
         return f"[red]✗[/] {tag}: {cell.error}"
@@ -70,10 +70,10 @@ def cell_line(cell: Any) -> str:
 
 def warmup_note(m: Any) -> str:
     """How the cell's warm-up went: steady after N s, or not steady at its maximum."""
-    if m.warmup_steady is True:
-        return f"  [dim]steady after {m.warmup_steady_s:g} s[/]"
-    if m.warmup_steady is False:
-        return f"  [yellow]not steady after {m.warmup_max_s or 0:g} s[/]"
+    if m.warmup.warmup_steady is True:
+        return f"  [dim]steady after {m.warmup.warmup_steady_s:g} s[/]"
+    if m.warmup.warmup_steady is False:
+        return f"  [yellow]not steady after {m.warmup.warmup_max_s or 0:g} s[/]"
     return ""
 
 

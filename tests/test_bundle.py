@@ -75,7 +75,7 @@ def test_built_rows_run_from_a_bundle_without_build_toolchains(tmp_path: Path) -
     assert {c.server for c in cells} == set(ROWS)
     bad = [(c.server, c.workload, c.point, c.status, c.error) for c in cells if c.status != "ok"]
     assert bad == [], bad
-    assert all((c.metrics.rps or 0) > 0 for c in cells)
+    assert all((c.metrics.counts.rps or 0) > 0 for c in cells)
     # the toolchain versions come from the build stamps: go and rustc are not there to ask
     versions = {sid: info.get("version") for sid, info in run.fingerprint["servers"].items()}
     assert versions["go-tcp"].startswith("go version") and versions["rust-tokio"].startswith("rustc")

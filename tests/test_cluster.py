@@ -212,7 +212,7 @@ def test_run_with_a_cluster_stores_the_shards_and_a_killed_worker_fails_only_its
     assert cells["c=2"].status == "failed" and "KilledWorker" in cells["c=2"].error, cells["c=2"].error
     ok = cells["c=4"]
     assert ok.status == "ok", ok.error
-    assert ok.metrics.shards == 2 and ok.metrics.shard_start_skew_ms < 5.0
+    assert ok.metrics.client.shards == 2 and ok.metrics.client.shard_start_skew_ms < 5.0
     run, results = load(store, res.run_id)
     doc = json.loads(to_json.render(run, results))
     from serverbench.exporters import to_markdown
@@ -241,9 +241,9 @@ def test_target_measures_a_running_server_without_a_cluster_and_says_it_has_no_c
     cells = store.cells(res.run_id)
     assert [c.status for c in cells] == ["ok", "ok"], [c.error for c in cells]
     for c in cells:
-        assert c.server == "target" and c.metrics.target_url == server
-        assert c.metrics.ok > 0 and c.metrics.cpu_percent is None and c.usage is None
-        assert c.metrics.shards is None
+        assert c.server == "target" and c.metrics.client.target_url == server
+        assert c.metrics.counts.ok > 0 and c.metrics.usage.cpu_percent is None and c.usage is None
+        assert c.metrics.client.shards is None
 
 
 def test_a_local_cluster_listens_on_loopback_only(cluster) -> None:

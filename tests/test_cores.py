@@ -250,6 +250,7 @@ def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: P
     assert [(s["workers"], s["cpus"]) for s in seen] == [("1", [0]), ("2", [0, 1])]
     assert len({s["pid"] for s in seen}) == 2  # two starts, not one shared
     cells = {c.point: c.metrics for c in store.cells(res.run_id)}
-    assert {k: (c.server_cores, c.server_cpu_list, c.cpu_overlap, c.workers) for k, c in cells.items()} == {
+    assert {k: (c.setup.server_cores, c.setup.server_cpu_list, c.setup.cpu_overlap, c.setup.workers)
+            for k, c in cells.items()} == {
         "cores=1": (1, [0], False, 1), "cores=2": (2, [0, 1], True, 2)}
-    assert all(c.server_start_s is not None and c.rps > 0 for c in cells.values())  # each point opened a start
+    assert all(c.timing.server_start_s is not None and c.counts.rps > 0 for c in cells.values())  # each point opened a start

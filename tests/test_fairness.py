@@ -163,7 +163,7 @@ def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
     assert asked == [2]
     assert sorted(c.repetition for c in fixed) == [1, 2]
     assert {c.point for c in fixed} == {"c=2 at a fixed rate"} and all(c.status == "ok" for c in fixed)
-    assert all(c.metrics.target_rate == 500.0 and c.metrics.fixed_rate_of == "c=2" for c in fixed)
+    assert all(c.metrics.offered.target_rate == 500.0 and c.metrics.fixed_rate_of == "c=2" for c in fixed)
     assert all(c.loadgen.config.get("mode") == "open" for c in fixed)
     # a resumed run measures nothing twice
     store.reopen_run(res.run_id)

@@ -15,6 +15,7 @@ import pytest
 from serverbench.catalog.workloads import Point, Size
 from serverbench.cluster.remote_server import RemoteSampler, RemoteServer
 from serverbench.crosscheck.execute import ToolOutput
+from serverbench.model import Client
 from serverbench.processes import memlimit
 from serverbench.processes.sampler import Sampler
 from serverbench.processes.server import Server
@@ -103,9 +104,9 @@ def test_warm_up_steady_before_a_first_point_brief_before_a_later_one() -> None:
 
 def test_every_load_is_judged_by_the_one_client_bound_rule() -> None:
     busy = ToolOutput("", "", wall_s=2.0, cpu_s=1.8, cores=1)
-    assert measure.client_metrics(busy) == {"client_cpu_percent": 90.0, "client_saturated": True}
+    assert measure.client_metrics(busy) == Client(client_cpu_percent=90.0, client_saturated=True)
     two = ToolOutput("", "", wall_s=2.0, cpu_s=1.8, cores=2)
-    assert measure.client_metrics(two) == {"client_cpu_percent": 90.0, "client_saturated": False}
+    assert measure.client_metrics(two) == Client(client_cpu_percent=90.0, client_saturated=False)
 
 
 # -- what only the core may do --------------------------------------------------------------------

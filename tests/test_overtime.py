@@ -113,7 +113,7 @@ def test_a_process_that_died_crashes_whatever_the_figures() -> None:
     assert o.verdict == CRASHES and "died at t=33.2 s" in o.reason
     o = judge(tl(ramp_ok(), [10.0] * N), died_at_s=38.0, memory_killed_at_s=37.8)
     assert o.verdict == CRASHES and "memory limit at t=37.8 s" in o.reason
-    assert o.metrics()["overload_verdict"] == CRASHES and o.metrics()["peak_ok_rps"] == o.peak_ok_rps
+    assert o.cell_figures().overload_verdict == CRASHES and o.cell_figures().peak_ok_rps == o.peak_ok_rps
 
 
 def test_no_timeline_no_verdict_and_the_peak_is_smoothed() -> None:
@@ -143,7 +143,7 @@ def test_soak_figures_worst_second_median_and_decile_spread() -> None:
     assert st.median_second_p99_us == pytest.approx(2000)
     q = statistics.quantiles([p * 1000 for p in p99_ms], n=10, method="inclusive")
     assert st.second_p99_spread_us == pytest.approx(q[-1] - q[0], abs=0.1)
-    assert st.seconds == 60 and set(st.metrics()) == {"worst_second_p99_us", "worst_second_at_s",
+    assert st.seconds == 60 and set(st.cell_figures().model_dump(exclude_unset=True)) == {"worst_second_p99_us", "worst_second_at_s",
                                                        "median_second_p99_us", "second_p99_spread_us"}
 
 

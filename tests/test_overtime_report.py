@@ -87,11 +87,11 @@ def results() -> tuple[Any, aggregate.RunResults]:
 
 def test_cells_carry_the_verdict_and_the_aligned_death() -> None:
     cells = {c.server: c for c in overload_cells()}
-    assert {s: c.metrics.overload_verdict for s, c in cells.items()} == {
+    assert {s: c.metrics.overload.overload_verdict for s, c in cells.items()} == {
         "fast": "kept up", "queue": "holds", "shed": "sheds", "dies": "crashes"}
-    assert cells["dies"].metrics.server_died_at_s == 25.2 and cells["dies"].metrics.server_exit_code == -9
-    assert cells["dies"].metrics.series_offset_s == 0.5
-    assert cells["queue"].metrics.peak_ok_rps == 20_000 and cells["queue"].metrics.rss_start_bytes == 11 * 2**20
+    assert cells["dies"].metrics.over_time.server_died_at_s == 25.2 and cells["dies"].metrics.over_time.server_exit_code == -9
+    assert cells["dies"].metrics.over_time.series_offset_s == 0.5
+    assert cells["queue"].metrics.overload.peak_ok_rps == 20_000 and cells["queue"].metrics.over_time.rss_start_bytes == 11 * 2**20
 
 
 def test_overload_ranks_by_peak_with_the_verdict_beside_it_and_states_the_rules() -> None:

@@ -76,16 +76,16 @@ def test_a_crash_mid_cell_is_a_result_with_the_time_it_died(env) -> None:
     assert c.status == "ok" and "exited with code 3" in c.error
     assert "simulated crash after 40 requests" in c.log_tail
     m = c.metrics
-    assert m.server_exit_code == 3
-    assert m.server_died_at_s is not None and 0 <= m.server_died_at_s < 1.6
-    assert m.overload_verdict == "crashes" and f"died at t={m.server_died_at_s:.1f} s" in m.overload_reason
-    assert m.series_offset_s is not None and abs(m.series_offset_s) < 1.0
+    assert m.over_time.server_exit_code == 3
+    assert m.over_time.server_died_at_s is not None and 0 <= m.over_time.server_died_at_s < 1.6
+    assert m.overload.overload_verdict == "crashes" and f"died at t={m.over_time.server_died_at_s:.1f} s" in m.overload.overload_reason
+    assert m.over_time.series_offset_s is not None and abs(m.over_time.series_offset_s) < 1.0
     rows = c.usage["series"]["rows"]
     assert rows and rows[-1][c.usage["series"]["columns"].index("processes")] == 0  # the series saw it go
-    assert m.memory_limit_method is None  # none asked for
+    assert m.memory.memory_limit_method is None  # none asked for
     run, results = aggregate.load(env["store"], 1)
     (g,) = results.groups
-    assert g.figures.verdict == "crashes" and g.figures.server_died_at_s == m.server_died_at_s
+    assert g.figures.verdict == "crashes" and g.figures.server_died_at_s == m.over_time.server_died_at_s
     assert any(w.kind == "crashed" for w in g.warnings)
     md = to_markdown.render(run, results).decode()
     assert "| crashes |" in md and "No memory limit was set" in md
@@ -95,18 +95,18 @@ def test_the_memory_limit_stops_a_leaking_server_and_says_how(env) -> None:
     (c,) = go(env, "py-leak", server_memory_limit="64M")  # 2 MiB kept per request
     m = c.metrics
     assert c.status == "ok"
-    assert m.memory_limit_bytes == 64 * 2**20
+    assert m.memory.memory_limit_bytes == 64 * 2**20
     mem = memlimit.prepare(64 * 2**20, name=None)
     memlimit.release(mem.cgroup)
-    assert m.memory_limit_method == mem.method  # this machine's way: cgroup v2 or the watchdog
-    if m.memory_limit_method == memlimit.WATCHDOG:
-        assert m.memory_limit_detail.startswith("cgroup v2 not used: ")
-        assert m.memory_killed_at_s is not None and m.server_exit_code == -9
-        assert m.rss_peak_bytes >= 64 * 2**20  # the sample that saw it past the limit
-    assert m.server_died_at_s is not None and m.overload_verdict == "crashes"
-    assert "memory limit" in m.overload_reason
+    assert m.memory.memory_limit_method == mem.method  # this machine's way: cgroup v2 or the watchdog
+    if m.memory.memory_limit_method == memlimit.WATCHDOG:
+        assert m.memory.memory_limit_detail.startswith("cgroup v2 not used: ")
+        assert m.memory.memory_killed_at_s is not None and m.over_time.server_exit_code == -9
+        assert m.usage.rss_peak_bytes >= 64 * 2**20  # the sample that saw it past the limit
+    assert m.over_time.server_died_at_s is not None and m.overload.overload_verdict == "crashes"
+    assert "memory limit" in m.overload.overload_reason
     run, results = aggregate.load(env["store"], 1)
     md = to_markdown.render(run, results).decode()
-    assert "Memory limit per server process tree: 64 MiB, enforced by " + m.memory_limit_method in md
+    assert "Memory limit per server process tree: 64 MiB, enforced by " + m.memory.memory_limit_method in md
     html = to_html.render(run, results).decode()
     assert "memory limit" in html and "over time, one row per server" in html

@@ -65,7 +65,7 @@ def test_a_server_answering_500_fast_ranks_below_a_correct_one(tmp_path: Path, m
     res = runner.run_matrix(store, opts, manifests=[cat.servers["py-500"], cat.servers["py-ok"]],
                             workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={})
     bad = next(c for c in store.cells(res.run_id) if c.server == "py-500")
-    assert bad.metrics.responses_rps > 0 and bad.metrics.rps == 0 and bad.metrics.error_share == 1.0
+    assert bad.metrics.counts.responses_rps > 0 and bad.metrics.counts.rps == 0 and bad.metrics.counts.error_share == 1.0
     run, results = aggregate.load(store, res.run_id)
     rows = _md_rows(to_markdown.render(run, results).decode())
     assert [r[1].rstrip(" ⚠") for r in rows] == ["py-ok", "py-500"]

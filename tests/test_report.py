@@ -123,7 +123,7 @@ def test_csv_columns_and_figures(built) -> None:
     cells = store.cells(run_id)
     assert len(rows) == len({(c.server, c.workload, c.point) for c in cells})
     row = next(r for r in rows if r["workload"] == "prantl-wrk" and r["server"] == "go-nethttp")
-    expect = statistics.median(c.metrics.rps for c in cells
+    expect = statistics.median(c.metrics.counts.rps for c in cells
                                if c.server == "go-nethttp" and c.workload == "prantl-wrk" and c.status == "ok")
     assert float(row["rps_median"]) == pytest.approx(expect, abs=0.1)
     assert row["reps_ok"] == "3" and row["place"] == "2"

@@ -164,14 +164,14 @@ def test_cells_recorded_with_cpu_memory_and_stats(env) -> None:
     assert [(c.point, c.repetition) for c in cells] == [("c=1", 1), ("c=2", 1), ("c=1", 2), ("c=2", 2)]
     for c in cells:
         m = c.metrics
-        assert m.rps > 0 and m.ok > 0 and m.errors == 0 and m.p99_us > 0
-        assert m.cpu_user_s + m.cpu_sys_s > 0 and m.cpu_percent > 0
-        assert m.rss_peak_bytes > 5_000_000 and m.threads_peak >= 1
-        assert m.client_cpu_percent > 0 and m.client_saturated in (True, False)
-        assert m.bound is None and m.workers == 1
-        assert 0 <= m.overhead_s < 3 and m.warmup_s == 0.2
+        assert m.counts.rps > 0 and m.counts.ok > 0 and m.counts.errors == 0 and m.latency.p99_us > 0
+        assert m.usage.cpu_user_s + m.usage.cpu_sys_s > 0 and m.usage.cpu_percent > 0
+        assert m.usage.rss_peak_bytes > 5_000_000 and m.usage.threads_peak >= 1
+        assert m.client.client_cpu_percent > 0 and m.client.client_saturated in (True, False)
+        assert m.setup.bound is None and m.setup.workers == 1
+        assert 0 <= m.timing.overhead_s < 3 and m.setup.warmup_s == 0.2
         assert c.loadgen.schema_ == "loadgen/1" and c.usage["samples"] > 0
-    assert cells[0].metrics.server_start_s is not None and cells[1].metrics.server_start_s is None
+    assert cells[0].metrics.timing.server_start_s is not None and cells[1].metrics.timing.server_start_s is None
     assert env["store"].run(res.run_id).status == "finished"
     # what the report needs of the workload is stored with the run (it never re-reads the file)
     assert env["store"].run(res.run_id).fingerprint["workloads"] == {"mini": env["workloads"]["mini"].facts()}
@@ -231,11 +231,11 @@ def test_rate_percent_is_calibrated(env) -> None:
     res = go(env, ["py-ok"], ["half"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    cap = c.metrics.calibration_rps
-    assert cap > 0 and c.metrics.target_rate == max(1.0, round(cap * 0.5, 1))
+    cap = c.metrics.setup.calibration_rps
+    assert cap > 0 and c.metrics.offered.target_rate == max(1.0, round(cap * 0.5, 1))
     calib, measured = runfix.log_lines(env["calls"])
     assert "--connections" in calib["argv"] and calib["argv"][calib["argv"].index("--connections") + 1] == "64"
-    assert float(measured["argv"][measured["argv"].index("--rate") + 1]) == c.metrics.target_rate
+    assert float(measured["argv"][measured["argv"].index("--rate") + 1]) == c.metrics.offered.target_rate
 
 
 def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,20 +243,20 @@ def test_capacity_steps_until_p99_breaks(env, monkeypatch: pytest.MonkeyPatch) -
     res = go(env, ["py-ok"], ["cap"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    steps = c.metrics.steps
+    steps = c.metrics.capacity.steps
     assert [s.rate for s in steps] == [100, 200, 400]
     assert [s.held for s in steps] == [True, True, False] and steps[-1].p99_us == 5_000_000
-    assert c.metrics.capacity_target_rate == 200 and c.metrics.capacity_rps == pytest.approx(200, abs=5)
-    assert c.metrics.cpu_user_s + c.metrics.cpu_sys_s > 0
-    assert c.metrics.capacity_ceiling is False and c.metrics.capacity_client_bound is False
+    assert c.metrics.capacity.capacity_target_rate == 200 and c.metrics.capacity.capacity_rps == pytest.approx(200, abs=5)
+    assert c.metrics.usage.cpu_user_s + c.metrics.usage.cpu_sys_s > 0
+    assert c.metrics.capacity.capacity_ceiling is False and c.metrics.capacity.capacity_client_bound is False
 
 
 def test_capacity_that_never_breaks_is_flagged_as_a_lower_bound(env, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_LOADGEN_CAPACITY", "100000")
     res = go(env, ["py-ok"], ["cap"])
     [c] = env["store"].cells(res.run_id)
-    assert [s.held for s in c.metrics.steps] == [True] * 5
-    assert c.metrics.capacity_ceiling is True and c.metrics.capacity_target_rate == 1600
+    assert [s.held for s in c.metrics.capacity.steps] == [True] * 5
+    assert c.metrics.capacity.capacity_ceiling is True and c.metrics.capacity.capacity_target_rate == 1600
     from serverbench.results import aggregate
     [wl] = aggregate.collect(res.run_id, env["store"].cells(res.run_id), {}, facts={}).workloads
     [g] = wl.points[0].groups
@@ -269,11 +269,11 @@ def test_capacity_bisects_between_the_last_held_and_the_first_failed_rate(
     res = go(env, ["py-ok"], ["capref"])
     [c] = env["store"].cells(res.run_id)
     assert c.status == "ok", c.error
-    steps = c.metrics.steps
+    steps = c.metrics.capacity.steps
     # 100, 200 hold, 400 fails; then sqrt(200*400) = 282.8 holds, sqrt(282.8*400) = 336.3 fails
     assert [s.rate for s in steps] == [100, 200, 400, 282.8, 336.3]
     assert [s.held for s in steps] == [True, True, False, True, False]
-    assert c.metrics.capacity_target_rate == 282.8
+    assert c.metrics.capacity.capacity_target_rate == 282.8
 
 
 def test_resume_runs_only_cells_not_done(env) -> None:
@@ -369,13 +369,13 @@ def test_first_point_of_a_start_is_warmed_to_steady_state_in_one_second_rounds(e
     assert (res.status, res.ok) == ("finished", 2)
     first, later = env["store"].cells(res.run_id)
     m = first.metrics
-    assert m.warmup_max_s == 4 and 1 <= len(m.warmup_rates) <= 4 and all(r > 0 for r in m.warmup_rates)
+    assert m.warmup.warmup_max_s == 4 and 1 <= len(m.warmup.warmup_rates) <= 4 and all(r > 0 for r in m.warmup.warmup_rates)
     # steady exactly when the rule holds on the rates it stored; otherwise it ran to its maximum
-    assert m.warmup_steady is warmup.is_steady(m.warmup_rates)
-    assert m.warmup_steady or len(m.warmup_rates) == 4
-    assert (m.warmup_steady_s == len(m.warmup_rates)) if m.warmup_steady else m.warmup_steady_s is None
+    assert m.warmup.warmup_steady is warmup.is_steady(m.warmup.warmup_rates)
+    assert m.warmup.warmup_steady or len(m.warmup.warmup_rates) == 4
+    assert (m.warmup.warmup_steady_s == len(m.warmup.warmup_rates)) if m.warmup.warmup_steady else m.warmup.warmup_steady_s is None
     # the later point of the same start: the brief warm-up, not judged
-    assert later.metrics.warmup_brief is True and later.metrics.warmup_steady is None
+    assert later.metrics.warmup.warmup_brief is True and later.metrics.warmup.warmup_steady is None
     durations = [c["argv"][4] for c in runfix.log_lines(env["calls"])]
-    rounds = len(m.warmup_rates)
+    rounds = len(m.warmup.warmup_rates)
     assert durations == ["1s"] * rounds + ["300ms", "200ms", "300ms"], durations

@@ -58,15 +58,15 @@ def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp
         [c.error for c in cells.values()]
     for c in cells.values():
         # sampled where it runs: CPU and memory figures and the per-second series are there
-        assert c.metrics.ok > 0 and c.metrics.rss_peak_bytes and c.metrics.cpu_percent is not None
+        assert c.metrics.counts.ok > 0 and c.metrics.usage.rss_peak_bytes and c.metrics.usage.cpu_percent is not None
         assert c.usage and c.usage["series"]["rows"]
-        assert c.metrics.shards == 1  # local:1: one loadgen worker, the server's worker runs none
+        assert c.metrics.client.shards == 1  # local:1: one loadgen worker, the server's worker runs none
     # the server is a child of a Dask worker (not of the harness), pinned to the server CPU
     [(pid, ppid, parent, affinity)] = seen["servers"]
     assert ppid != os.getpid() and "multiprocessing" in parent, parent  # a spawned Dask worker
     assert affinity == [sorted(os.sched_getaffinity(0))[0]]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert all(c.metrics.server_host == "127.0.0.1" for c in cells.values())
+    assert all(c.metrics.client.server_host == "127.0.0.1" for c in cells.values())
     from serverbench.results.aggregate import load
     from serverbench.exporters import to_markdown
     head = to_markdown.render(*load(store, res.run_id)).decode().split("## Environment and options\n\n", 1)[1].splitlines()[0]

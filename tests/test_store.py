@@ -53,7 +53,7 @@ def test_recording_a_key_again_replaces_the_row(tmp_path: Path) -> None:
     s.record_cell(rid, cell("c=1", status="failed"))
     s.record_cell(rid, cell("c=1", rps=7.0))
     [only] = s.cells(rid)
-    assert only.status == "ok" and only.metrics.rps == 7.0
+    assert only.status == "ok" and only.metrics.counts.rps == 7.0
 
 
 def test_verdicts_latest_wins(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_crash_between_cells_loses_at_most_the_cell_in_flight(tmp_path: Path) ->
     cells = s.cells(rid)
     # every committed cell is there, complete; the one in flight is gone without a trace
     assert [c.point for c in cells] == [f"p{i}" for i in range(1, 26)]
-    assert all(c.metrics.rps == float(c.point[1:]) and len(c.log_tail) == 20000 for c in cells)
+    assert all(c.metrics.counts.rps == float(c.point[1:]) and len(c.log_tail) == 20000 for c in cells)
     row = s.run(rid)
     assert row.status == "running"  # never finished: resume can pick it up
     assert row.owner == f"{proc.pid}@{row.owner.split('@')[1]}"
@@ -128,9 +128,9 @@ def test_migrates_an_older_schema(tmp_path: Path) -> None:
     assert s.schema_version() == SCHEMA_VERSION == 5
     assert s.run(1).owner is None and s.run(1).shown_status == "finished"
     [c] = s.cells(1)
-    assert c.metrics.rps == 2.0
+    assert c.metrics.counts.rps == 2.0
     s.record_cell(1, CellRecord("s", "w", "p", 1, "ok", metrics={"rps": 3.0}))
-    assert [c.metrics.rps for c in s.cells(1)] == [3.0]
+    assert [c.metrics.counts.rps for c in s.cells(1)] == [3.0]
 
 
 def test_migrates_the_v3_fixture_database(tmp_path: Path) -> None:
@@ -142,8 +142,8 @@ def test_migrates_the_v3_fixture_database(tmp_path: Path) -> None:
     assert run.status == "finished" and run.error is None and run.options["repeat"] == 2
     cells = s.cells(1)
     assert [(c.server, c.status) for c in cells] == [("go-tcp", "ok"), ("go-tcp", "ok"), ("java-threads", "failed")]
-    assert [c.metrics.rps for c in cells[:2]] == [100000.0, 90000.0]
-    assert cells[0].metrics.cpu_sys_s == 2.5 and cells[0].loadgen.summary.latency_us.p99 == 6000
+    assert [c.metrics.counts.rps for c in cells[:2]] == [100000.0, 90000.0]
+    assert cells[0].metrics.usage.cpu_sys_s == 2.5 and cells[0].loadgen.summary.latency_us.p99 == 6000
     stored = json.loads(s.db.execute("SELECT metrics_json FROM cells WHERE id=1").fetchone()[0])
     assert "legacy_figure" not in stored and stored["p99_us"] == 6000  # rewritten through CellMetrics
     s.finish_run(1, "failed", "RuntimeError: boom")

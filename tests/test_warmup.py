@@ -30,8 +30,9 @@ def test_warm_to_steady_stops_when_steady_and_records_the_rates() -> None:
     assert w.rates == [20_000, 40_000, 80_000, 100_000, 101_000, 100_500, 99_000, 100_000, 99_500]
     assert w.steady and w.steady_after_s == 9.0
     assert w.first_share == pytest.approx(20_000 / ((99_000 + 100_000 + 99_500) / 3))
-    m = CellMetrics.model_validate(w.metrics())
-    assert m.warmup_steady is True and m.warmup_steady_s == 9.0 and m.warmup_rates[0] == 20_000
+    m = CellMetrics(warmup=w.cell_figures())
+    assert m.warmup.warmup_steady is True and m.warmup.warmup_steady_s == 9.0 and m.warmup.warmup_rates[0] == 20_000
+    assert m.dump()["warmup_steady_s"] == 9.0  # stored flat, as before the figures were grouped
 
 
 def test_warm_to_steady_gives_up_at_its_maximum_and_says_not_steady() -> None:
@@ -39,7 +40,7 @@ def test_warm_to_steady_gives_up_at_its_maximum_and_says_not_steady() -> None:
     w = warmup.warm_to_steady(lambda: 1000.0 * next(n), max_s=5)  # always rising
     assert len(w.rates) == 5 and not w.steady
     assert w.steady_after_s is None and w.first_share is None
-    assert w.metrics()["warmup_steady"] is False
+    assert w.cell_figures().warmup_steady is False
 
 
 def _cell(**metrics):

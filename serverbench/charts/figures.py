@@ -197,8 +197,8 @@ def resources_chart(groups: list[Group], title: str) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, subplot_titles=("CPU time (user + sys)", "memory: peak RSS"),
                         horizontal_spacing=0.12)
     xs = [g.server for g in groups]
-    for part in ("user", "sys"):
-        fig.add_bar(x=xs, y=[g.median(f"cpu_{part}_s") for g in groups], name=f"CPU {part}",
+    for part, pick in (("user", lambda m: m.usage.cpu_user_s), ("sys", lambda m: m.usage.cpu_sys_s)):
+        fig.add_bar(x=xs, y=[g.median(pick) for g in groups], name=f"CPU {part}",
                     marker_color=CPU_COLORS[part], row=1, col=1,
                     hovertemplate=f"%{{x}}: %{{y:.2f}} s {part}<extra></extra>")
     fig.add_bar(x=xs, y=[g.rss_peak_mib for g in groups], name="peak RSS", showlegend=False,
@@ -221,7 +221,7 @@ def errors_chart(groups: list[Group], title: str) -> go.Figure:
 
 # -- per-workload charts ---------------------------------------------------------------------------
 def _x_of(pt: PointData, g: Group) -> float | None:
-    cores = g.median("server_cores")  # a cores sweep's points differ in CPUs, not connections
+    cores = g.median(lambda m: m.setup.server_cores)  # a cores sweep's points differ in CPUs, not connections
     if cores:
         return cores
     if g.connections:
@@ -249,7 +249,7 @@ def sweep_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
                         hovertemplate=f"{s} %{{customdata}}: %{{y:,.0f}} req/s<extra>{model}</extra>")
         fig.add_scatter(**common, y=[_ms(g.latency["p99"]) for _, g in series], row=1, col=2, showlegend=False,
                         hovertemplate=f"{s} %{{customdata}}: p99 %{{y:.3g}} ms<extra></extra>")
-        fig.add_scatter(**common, y=[g.median("cpu_percent") for _, g in series], row=2, col=1,
+        fig.add_scatter(**common, y=[g.median(lambda m: m.usage.cpu_percent) for _, g in series], row=2, col=1,
                         showlegend=False, hovertemplate=f"{s} %{{customdata}}: %{{y:.0f}} %<extra></extra>")
         fig.add_scatter(**common, y=[g.rss_peak_mib for _, g in series], row=2, col=2, showlegend=False,
                         hovertemplate=f"{s} %{{customdata}}: %{{y:.1f}} MiB<extra></extra>")
@@ -302,7 +302,7 @@ def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     for pt in wl.points:
         for g in pt.measured:
             rep = g.representative()
-            steps = [s.model_dump() for s in ((rep.metrics.steps if rep else None) or [])]
+            steps = [s.model_dump() for s in ((rep.metrics.capacity.steps if rep else None) or [])]
             if not steps:
                 continue
             xs_all += [s["achieved"] for s in steps if s.get("achieved")]

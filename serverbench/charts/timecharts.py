@@ -32,9 +32,9 @@ def cell_view(g: Group) -> dict[str, Any]:
         return {"load": [], "server": []}
     m = rep.metrics
     return {"load": timeline.load_seconds(rep.loadgen),
-            "server": timeline.server_seconds(rep.usage, m.series_offset_s),
-            "demand_label": timeline.demand_label(rep.loadgen), "died": m.server_died_at_s,
-            "limit_mib": m.memory_limit_bytes / 2**20 if m.memory_limit_bytes else None, "repetition": rep.repetition}
+            "server": timeline.server_seconds(rep.usage, m.over_time.series_offset_s),
+            "demand_label": timeline.demand_label(rep.loadgen), "died": m.over_time.server_died_at_s,
+            "limit_mib": m.memory.memory_limit_bytes / 2**20 if m.memory.memory_limit_bytes else None, "repetition": rep.repetition}
 
 
 def _label(g: Group, view: dict[str, Any]) -> str:

@@ -44,7 +44,7 @@ def _throughput(groups: list[Group]) -> float | None:
 def _steady(groups: list[Group]) -> tuple[float | None, bool]:
     """(time to steady, not steady) of the first group of the run warmed to steady state
     (the throughput workload's first when it was run): what a new instance pays before full speed."""
-    warmed = [g for g in groups if any(c.metrics.warmup_steady is not None for c in g.ok)]
+    warmed = [g for g in groups if any(c.metrics.warmup.warmup_steady is not None for c in g.ok)]
     warmed.sort(key=lambda g: g.workload != THROUGHPUT_WORKLOAD)
     if not warmed:
         return None, False

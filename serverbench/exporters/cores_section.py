@@ -29,14 +29,14 @@ def point_cores(pt: PointData) -> int | None:
     """The server core count of a point: stored with its cells, else the label's `=k`."""
     for g in pt.groups:
         for c in g.ok + g.bad:
-            if c.metrics.server_cores is not None:
-                return c.metrics.server_cores
+            if c.metrics.setup.server_cores is not None:
+                return c.metrics.setup.server_cores
     m = re.search(r"=(\d+)$", pt.label)
     return int(m.group(1)) if m else None
 
 
 def _overlapped(pt: PointData) -> bool:
-    return any(c.metrics.cpu_overlap for g in pt.groups for c in g.ok + g.bad)
+    return any(c.metrics.setup.cpu_overlap for g in pt.groups for c in g.ok + g.bad)
 
 
 def _cell(g: Group | None, shared: bool) -> str:

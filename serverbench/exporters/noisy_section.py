@@ -71,7 +71,7 @@ def rows(wl: Any) -> list[list[str]]:
     for s in servers:
         q = quiet[s]
         model = next(g.model for pt in wl.points for g in pt.groups if g.server == s)
-        out.append([s, model, fmt_us(q.median("p99_us")) if q is not None and q.throughput else "—", _quiet_rate(q)]
+        out.append([s, model, fmt_us(q.median(lambda m: m.latency.p99_us)) if q is not None and q.throughput else "—", _quiet_rate(q)]
                    + [_effect(by.get((s, shape))) for shape in shapes(wl)])
     return out
 

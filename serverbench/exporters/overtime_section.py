@@ -48,24 +48,24 @@ def cells(g: Group, kind: str) -> list[str]:
     rate = fmt_num(f.rps_median) + (" (did not hold)" if f.held is False else "")
     return head + [fmt_us(f.worst_second_p99_us), fmt_us(f.second_p99_spread_us), fmt_us(f.median_second_p99_us),
                    fmt_us(f.p99_us), fmt_num(f.timeouts), rate,
-                   f"{_mib(g.median('rss_start_bytes'))} → {_mib(g.median('rss_end_bytes'))}",
+                   f"{_mib(g.median(lambda m: m.over_time.rss_start_bytes))} → {_mib(g.median(lambda m: m.over_time.rss_end_bytes))}",
                    fmt_num(f.others_cpu_percent)]
 
 
 def memory_note(wl: WorkloadData) -> str:
     """How the servers' memory was bounded in this workload's cells, in one sentence."""
     cells = [c for g in wl.groups for c in g.ok + g.bad]
-    limited = [c for c in cells if c.metrics.memory_limit_bytes]
+    limited = [c for c in cells if c.metrics.memory.memory_limit_bytes]
     if not limited:
         return ("No memory limit was set for the servers (serverbench run --server-memory-limit 512M sets one): "
                 "a row that runs out of memory here exhausts the machine's memory, not a ceiling.")
     m = limited[0].metrics
-    methods = sorted({c.metrics.memory_limit_method or "?" for c in limited})
+    methods = sorted({c.metrics.memory.memory_limit_method or "?" for c in limited})
     how = " and ".join(methods)
     # a watchdog's detail says why cgroup v2 was not used (a cgroup's is only its path)
-    details = sorted({c.metrics.memory_limit_detail for c in limited
-                      if c.metrics.memory_limit_detail and c.metrics.memory_limit_method == "rss-watchdog"})
-    text = f"Memory limit per server process tree: {(m.memory_limit_bytes or 0) / 2**20:,.0f} MiB, enforced by {how}"
+    details = sorted({c.metrics.memory.memory_limit_detail for c in limited
+                      if c.metrics.memory.memory_limit_detail and c.metrics.memory.memory_limit_method == "rss-watchdog"})
+    text = f"Memory limit per server process tree: {(m.memory.memory_limit_bytes or 0) / 2**20:,.0f} MiB, enforced by {how}"
     if "rss-watchdog" in methods:
         text += (" (the tree's RSS summed 5 times a second while a measured run is sampled; SIGKILL of the "
                  "whole tree the first time it passes the limit)")

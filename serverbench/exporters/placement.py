@@ -21,11 +21,11 @@ def _shards(results: RunResults) -> tuple[set[str], int, float | None]:
     for g in results.groups:
         for c in g.ok:
             m = c.metrics
-            if not m.shards:
+            if not m.client.shards:
                 continue
-            most = max(most, m.shards)
-            if m.shard_start_skew_ms is not None:
-                skew = max(skew or 0.0, m.shard_start_skew_ms)
+            most = max(most, m.client.shards)
+            if m.client.shard_start_skew_ms is not None:
+                skew = max(skew or 0.0, m.client.shard_start_skew_ms)
             extra = (c.loadgen.model_extra or {}) if c.loadgen is not None else {}
             hosts |= {s.get("host") for s in extra.get("shards") or [] if s.get("host")}
     return hosts, most, skew
@@ -40,7 +40,7 @@ def describe(run: Any, results: RunResults) -> str:
     if opts.get("target"):
         server = f"server at {opts['target']}, not started by serverbench (no server CPU or memory figures)"
     elif opts.get("server_on_cluster"):
-        hosts = sorted({c.metrics.server_host for g in results.groups for c in g.ok if c.metrics.server_host})
+        hosts = sorted({c.metrics.client.server_host for g in results.groups for c in g.ok if c.metrics.client.server_host})
         where = "this machine" if local else ", ".join(hosts) or "?"
         server = f"server on the Dask worker with the resource server ({where}), CPU {cpus(fp.get('server_cpus'))}"
     else:

@@ -39,7 +39,7 @@ def rows(results: RunResults) -> list[SteadyRow]:
     for wl in results.workloads:
         for pt in wl.points:
             out = [SteadyRow(wl.name, pt.label, g, _rates(g)) for g in pt.groups
-                   if any(c.metrics.warmup_steady is not None for c in g.ok)]
+                   if any(c.metrics.warmup.warmup_steady is not None for c in g.ok)]
             if out:
                 return sorted(out, key=lambda r: (r.group.figures.steady_s is None, r.group.figures.steady_s or 0,
                                                   r.server))
@@ -48,12 +48,12 @@ def rows(results: RunResults) -> list[SteadyRow]:
 
 def _rates(g: Group) -> list[float]:
     rep = g.representative()
-    return list(rep.metrics.warmup_rates or []) if rep else []
+    return list(rep.metrics.warmup.warmup_rates or []) if rep else []
 
 
 def cells(r: SteadyRow) -> list[str]:
     f = r.group.figures
-    warmed = sum(1 for c in r.group.ok if c.metrics.warmup_steady is not None)
+    warmed = sum(1 for c in r.group.ok if c.metrics.warmup.warmup_steady is not None)
     steady_rate = sum(r.rates[-WINDOW:]) / len(r.rates[-WINDOW:]) if r.rates else None
     return [r.server, r.group.model, "—" if f.steady_s is None else f"{f.steady_s:g}",
             "—" if f.first_second_share is None else f"{f.first_second_share:.0%}",

@@ -115,11 +115,11 @@ def latency_table(groups: list[Group]) -> str:
 def resources_table(groups: list[Group]) -> str:
     rows = []
     for g in groups:
-        rm = g.median("rss_mean_bytes")
-        client = g.median("client_cpu_percent")
-        rows.append([_srv(g), fmt_cpu(g), fmt_num(g.median("cpu_user_s"), 2), fmt_num(g.median("cpu_sys_s"), 2),
+        rm = g.median(lambda m: m.usage.rss_mean_bytes)
+        client = g.median(lambda m: m.client.client_cpu_percent)
+        rows.append([_srv(g), fmt_cpu(g), fmt_num(g.median(lambda m: m.usage.cpu_user_s), 2), fmt_num(g.median(lambda m: m.usage.cpu_sys_s), 2),
                      fmt_num(g.rss_peak_mib, 1), fmt_num(rm / 2**20 if rm is not None else None, 1),
-                     fmt_num(g.median("threads_peak")),
+                     fmt_num(g.median(lambda m: m.usage.threads_peak)),
                      (fmt_num(client, 0) + " %" if client is not None else "—")
                      + (' <span class="flag">client-bound</span>' if g.client_saturated else "")])
     return table(["server", "CPU (% / s)", "user s", "sys s", "peak RSS MiB", "mean RSS MiB", "threads",
@@ -130,9 +130,9 @@ def errors_table(groups: list[Group]) -> str:
     rows = []
     for g in groups:
         classes = {k: v for k, v in g.error_classes.items() if v}
-        rows.append([_srv(g), fmt_num(g.total("requests")), fmt_num(g.errors), fmt_num(g.timeouts),
+        rows.append([_srv(g), fmt_num(g.total(lambda m: m.counts.requests)), fmt_num(g.errors), fmt_num(g.timeouts),
                      esc(", ".join(f"{k} {v:,}" for k, v in sorted(classes.items())) or "—"),
-                     fmt_num(g.total("missed_sends")), fmt_num(g.total("unanswered"))])
+                     fmt_num(g.total(lambda m: m.offered.missed_sends)), fmt_num(g.total(lambda m: m.offered.unanswered))])
     return table(["server", "requests", "errors", "timeouts", "by class", "missed sends",
                   "unanswered at end"], rows)
 
@@ -160,7 +160,7 @@ def capacity_table(wl: WorkloadData) -> str:
     for pt in wl.points:
         for g in pt.measured:
             rep = g.representative()
-            steps = [s.model_dump() for s in ((rep.metrics.steps if rep else None) or [])]
+            steps = [s.model_dump() for s in ((rep.metrics.capacity.steps if rep else None) or [])]
             held = [s for s in steps if s.get("held", (s.get("p99_us") or 0) <= wl.p99_limit_us and not s.get("errors"))]
             broke = next((s for s in steps if s not in held), None)
             rows.append([_srv(g), fmt_num(g.throughput.median), str(len(steps)),

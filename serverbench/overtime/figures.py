@@ -5,35 +5,42 @@ aggregate.Group calls it; every output reads the result through GroupFigures, no
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from . import overload
-from ..model import CellRecord
+from ..model import CellMetrics, CellRecord
 
-# GroupFigures fields filled here: the median over repetitions of the CellMetrics field of the same name
-MEDIANS = ("peak_ok_rps", "p90_at_peak_us", "p90_end_us", "failed_share_after_peak", "worst_second_p99_us",
-           "median_second_p99_us", "second_p99_spread_us", "others_cpu_percent")
+# GroupFigures fields filled here: the median over repetitions of the CellMetrics figure of the same name
+MEDIANS: dict[str, Callable[[CellMetrics], Any]] = {
+    "peak_ok_rps": lambda m: m.overload.peak_ok_rps, "p90_at_peak_us": lambda m: m.overload.p90_at_peak_us,
+    "p90_end_us": lambda m: m.overload.p90_end_us,
+    "failed_share_after_peak": lambda m: m.overload.failed_share_after_peak,
+    "worst_second_p99_us": lambda m: m.soak.worst_second_p99_us,
+    "median_second_p99_us": lambda m: m.soak.median_second_p99_us,
+    "second_p99_spread_us": lambda m: m.soak.second_p99_spread_us,
+    "others_cpu_percent": lambda m: m.over_time.others_cpu_percent}
 # Other processes using more than this share of the server's CPUs (mean over the run) make its
 # figures those of a server that did not have its CPU to itself.
 SHARED_CPU_PERCENT = 20.0
 
 
-def _median(cells: list[CellRecord], key: str) -> float | None:
-    vs = [float(v) for c in cells if isinstance(v := getattr(c.metrics, key), (int, float))]
+def _median(cells: list[CellRecord], pick: Callable[[CellMetrics], Any]) -> float | None:
+    vs = [float(v) for c in cells if isinstance(v := pick(c.metrics), (int, float))]
     return statistics.median(vs) if vs else None
 
 
 def figures(cells: list[CellRecord]) -> dict[str, Any]:
     """The over-time GroupFigures fields of a group's measured cells."""
-    verdicts = [c.metrics.overload_verdict for c in cells if c.metrics.overload_verdict]
+    verdicts = [c.metrics.overload.overload_verdict for c in cells if c.metrics.overload.overload_verdict]
     verdict = overload.combine(verdicts)
     # the reason of a repetition that had the combined verdict
-    reason = next((c.metrics.overload_reason for c in cells if c.metrics.overload_verdict == verdict), None)
+    reason = next((c.metrics.overload.overload_reason for c in cells if c.metrics.overload.overload_verdict == verdict), None)
     if verdict and len(set(verdicts)) > 1:
         reason = f"{reason} (repetitions: {', '.join(verdicts)})"
-    died = [c.metrics.server_died_at_s for c in cells if c.metrics.server_died_at_s is not None]
-    methods = sorted({c.metrics.memory_limit_method for c in cells if c.metrics.memory_limit_method})
-    return {"verdict": verdict, "verdict_reason": reason, **{k: _median(cells, k) for k in MEDIANS},
+    died = [c.metrics.over_time.server_died_at_s for c in cells if c.metrics.over_time.server_died_at_s is not None]
+    methods = sorted({c.metrics.memory.memory_limit_method for c in cells if c.metrics.memory.memory_limit_method})
+    return {"verdict": verdict, "verdict_reason": reason, **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
             "server_died_at_s": min(died) if died else None, "memory_limit_method": ", ".join(methods) or None}
 
 
@@ -41,7 +48,7 @@ def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     """(kind, severity, text): each repetition whose server died during the measured run (a result,
     not a failure), and a server CPU that other processes shared."""
     out = [("crashed", "error", text) for text in crash_warnings(cells)]
-    others = _median(cells, "others_cpu_percent")
+    others = _median(cells, MEDIANS["others_cpu_percent"])
     if others is not None and others > SHARED_CPU_PERCENT:
         out.append(("shared-cpu", "warning", f"other processes used {others:.0f} % of its CPUs during the run "
                                              "(mean; 100 = one CPU): it did not have them to itself, so its "
@@ -54,14 +61,14 @@ def crash_warnings(cells: list[CellRecord]) -> list[str]:
     out = []
     for c in cells:
         m = c.metrics
-        if m.server_died_at_s is None and m.memory_killed_at_s is None:
+        if m.over_time.server_died_at_s is None and m.memory.memory_killed_at_s is None:
             continue
-        if m.memory_killed_at_s is not None:
-            what = (f"killed at its {(m.memory_limit_bytes or 0) / 2**20:,.0f} MiB memory limit "
-                    f"({m.memory_limit_method}) at t={m.memory_killed_at_s:.1f} s")
+        if m.memory.memory_killed_at_s is not None:
+            what = (f"killed at its {(m.memory.memory_limit_bytes or 0) / 2**20:,.0f} MiB memory limit "
+                    f"({m.memory.memory_limit_method}) at t={m.memory.memory_killed_at_s:.1f} s")
         else:
-            code = f" (exit code {m.server_exit_code})" if m.server_exit_code is not None else ""
-            what = f"its process died at t={m.server_died_at_s:.1f} s{code}"
+            code = f" (exit code {m.over_time.server_exit_code})" if m.over_time.server_exit_code is not None else ""
+            what = f"its process died at t={m.over_time.server_died_at_s:.1f} s{code}"
         out.append(f"crashed in repetition {c.repetition} — {what}")
     return out
 

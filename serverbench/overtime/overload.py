@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Any
 
+from ..model import OverloadFigures
 from .timeline import LoadSecond, ServerSecond, median, smoothed
 
 SMOOTH_S = 3
@@ -57,7 +57,7 @@ RULES_INTRO = ("Verdict: the first rule that matches, from the per-second timeli
 
 @dataclass(frozen=True)
 class Overload:
-    """One cell's overload figures; `metrics()` gives the CellMetrics fields."""
+    """One cell's overload figures; `cell_figures()` is what the cell stores of them."""
 
     verdict: str
     reason: str  # the figures behind the verdict, one line
@@ -70,11 +70,9 @@ class Overload:
     growth_from_base: float | None  # answered latency at the end ÷ light-load baseline
     growth_from_peak: float | None  # answered latency at the end ÷ at the peak
 
-    def metrics(self) -> dict[str, Any]:
+    def cell_figures(self) -> OverloadFigures:
         d = asdict(self)
-        d["overload_verdict"] = d.pop("verdict")
-        d["overload_reason"] = d.pop("reason")
-        return d
+        return OverloadFigures(overload_verdict=d.pop("verdict"), overload_reason=d.pop("reason"), **d)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

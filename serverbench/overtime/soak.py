@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any
 
+from ..model import SoakFigures
 from .timeline import LoadSecond
 
 MIN_SECONDS = 3  # fewer seconds with requests: no figures
@@ -27,10 +27,11 @@ class Steadiness:
     second_p99_spread_us: float
     seconds: int  # seconds with requests that the figures cover
 
-    def metrics(self) -> dict[str, Any]:
+    def cell_figures(self) -> SoakFigures:
+        """What the cell stores of them (the count of seconds covered is not stored)."""
         d = asdict(self)
         d.pop("seconds")
-        return d
+        return SoakFigures(**d)
 
 
 def decile_spread(values: list[float]) -> float:

@@ -13,6 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from functools import cached_property
+from collections.abc import Callable
 from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
@@ -25,7 +26,7 @@ from .aggregate_tools import ToolsCompared, compare_tools
 from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Caveat
-from ..model import FIXED_RATE_SHARE, CellRecord, FixedRatePlan, ServerProfile
+from ..model import FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan, ServerProfile
 from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
 from ..catalog.workloads import load_workloads
@@ -34,6 +35,8 @@ DEGRADED_SHARE = 0.01  # a cell with more failed requests than this ranks after 
 HELD_SHARE = 0.95  # an open-load point held its rate when successful responses reached this share
 RSS_PER_CONNECTION_MIN = 100  # RSS per connection is only meaningful with many connections
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
+# One figure of a cell, read through its typed record (`lambda m: m.usage.cpu_percent`).
+Pick = Callable[[CellMetrics], Any]
 
 
 def point_key(label: str) -> tuple:
@@ -83,35 +86,35 @@ class Group:
     def language(self) -> str:
         return self.info.get("language") or ""
 
-    def values(self, key: str) -> list[float]:
-        """The repetitions' values of one CellMetrics field (non-numbers skipped)."""
-        return [float(v) for c in self.ok if _num(v := getattr(c.metrics, key))]
+    def values(self, pick: Pick) -> list[float]:
+        """The repetitions' values of one CellMetrics figure (non-numbers skipped)."""
+        return [float(v) for c in self.ok if _num(v := pick(c.metrics))]
 
-    def stat(self, key: str) -> Stats | None:
-        vs = self.values(key)
+    def stat(self, pick: Pick) -> Stats | None:
+        vs = self.values(pick)
         return summarize(vs) if vs else None
 
-    def median(self, key: str) -> float | None:
-        vs = self.values(key)
+    def median(self, pick: Pick) -> float | None:
+        vs = self.values(pick)
         return statistics.median(vs) if vs else None
 
-    def total(self, key: str) -> int:
-        return int(sum(self.values(key)))
+    def total(self, pick: Pick) -> int:
+        return int(sum(self.values(pick)))
 
     @property
     def is_capacity(self) -> bool:
-        return any(c.metrics.capacity_rps is not None for c in self.ok)
+        return any(c.metrics.capacity.capacity_rps is not None for c in self.ok)
 
     @cached_property
     def rps(self) -> Stats | None:
-        return self.stat("rps")
+        return self.stat(lambda m: m.counts.rps)
 
     @cached_property
     def throughput(self) -> Stats | None:
         """What the server is ranked by: capacity_rps for capacity points, peak_ok_rps for overload, else rps."""
         if self.kind == "overload":
-            return self.stat("peak_ok_rps")
-        return self.stat("capacity_rps") if self.is_capacity else self.rps
+            return self.stat(lambda m: m.overload.peak_ok_rps)
+        return self.stat(lambda m: m.capacity.capacity_rps) if self.is_capacity else self.rps
 
     @property
     def not_steady(self) -> bool:
@@ -129,53 +132,53 @@ class Group:
     def mostly_client_bound(self) -> bool:
         """The load generator saturated in more than half the repetitions (ranking.client_block): one
         saturated repetition of a noisy row does not make its median the client's limit."""
-        return sum(1 for c in self.ok if c.metrics.client_saturated) * 2 > len(self.ok) > 0
+        return sum(1 for c in self.ok if c.metrics.client.client_saturated) * 2 > len(self.ok) > 0
 
     @property
     def client_saturated(self) -> bool:
-        return any(c.metrics.client_saturated for c in self.ok)
+        return any(c.metrics.client.client_saturated for c in self.ok)
 
     @property
     def connections(self) -> float | None:
-        return self.median("connections") or self.median("users")
+        return self.median(lambda m: m.offered.connections) or self.median(lambda m: m.offered.users)
 
     @property
     def bound(self) -> int | None:
-        b = self.median("bound")
+        b = self.median(lambda m: m.setup.bound)
         return int(b) if b else None
 
     @property
     def errors(self) -> int:
-        return self.total("errors")
+        return self.total(lambda m: m.counts.errors)
 
     @property
     def timeouts(self) -> int:
-        return self.total("timeouts")
+        return self.total(lambda m: m.counts.timeouts)
 
     @cached_property
     def error_classes(self) -> dict[str, int]:
         out = dict.fromkeys(ERROR_CLASSES, 0)
         for c in self.ok:
-            for k, v in c.metrics.error_classes.items():
+            for k, v in c.metrics.counts.error_classes.items():
                 out[k] = out.get(k, 0) + int(v)
         return out
 
     @property
     def cpu_s(self) -> float | None:
-        u, s = self.median("cpu_user_s"), self.median("cpu_sys_s")
+        u, s = self.median(lambda m: m.usage.cpu_user_s), self.median(lambda m: m.usage.cpu_sys_s)
         return None if u is None and s is None else (u or 0) + (s or 0)
 
     @property
     def rss_peak_mib(self) -> float | None:
-        r = self.median("rss_peak_bytes")
+        r = self.median(lambda m: m.usage.rss_peak_bytes)
         return r / 2**20 if r is not None else None
 
     # -- honesty: errors, held rates, cost per request ----------------------------------------
     @property
     def error_share(self) -> float | None:
         """Failed share of all requests that ended, over the repetitions."""
-        req = self.total("requests")
-        return (req - self.total("ok")) / req if req else None
+        req = self.total(lambda m: m.counts.requests)
+        return (req - self.total(lambda m: m.counts.ok)) / req if req else None
 
     @property
     def degraded(self) -> bool:
@@ -184,7 +187,7 @@ class Group:
 
     @property
     def target_rate(self) -> float | None:
-        return self.median("target_rate")
+        return self.median(lambda m: m.offered.target_rate)
 
     @property
     def held(self) -> bool | None:
@@ -194,24 +197,24 @@ class Group:
             return None
         return self.rps.median >= HELD_SHARE * target
 
-    def _per_request(self, *keys: str, scale: float = 1.0) -> float | None:
-        """Median over repetitions of sum(keys) / successful responses."""
+    def per_request(self, *picks: Pick, scale: float = 1.0) -> float | None:
+        """Median over repetitions of sum(picks) / successful responses."""
         vals = []
         for c in self.ok:
-            parts = [getattr(c.metrics, k) for k in keys]
-            if c.metrics.ok and all(_num(p) for p in parts):
-                vals.append(scale * sum(parts) / c.metrics.ok)
+            parts = [pick(c.metrics) for pick in picks]
+            if c.metrics.counts.ok and all(_num(p) for p in parts):
+                vals.append(scale * sum(parts) / c.metrics.counts.ok)
         return statistics.median(vals) if vals else None
 
     @property
     def cpu_us_per_request(self) -> float | None:
-        return self._per_request("cpu_user_s", "cpu_sys_s", scale=1e6)
+        return self.per_request(lambda m: m.usage.cpu_user_s, lambda m: m.usage.cpu_sys_s, scale=1e6)
 
     @cached_property
     def cpu_per_request_stats(self) -> Stats | None:
         """The repetitions' server CPU µs per successful request (what efficiency points rank by)."""
-        vals = [1e6 * (c.metrics.cpu_user_s + c.metrics.cpu_sys_s) / c.metrics.ok for c in self.ok
-                if c.metrics.ok and _num(c.metrics.cpu_user_s) and _num(c.metrics.cpu_sys_s)]
+        vals = [1e6 * (c.metrics.usage.cpu_user_s + c.metrics.usage.cpu_sys_s) / c.metrics.counts.ok for c in self.ok
+                if c.metrics.counts.ok and _num(c.metrics.usage.cpu_user_s) and _num(c.metrics.usage.cpu_sys_s)]
         return summarize(vals) if vals else None
 
     # -- fairness: every connection served (fairness.py) ---------------------------------------
@@ -227,8 +230,8 @@ class Group:
 
     @property
     def rss_per_connection_bytes(self) -> float | None:
-        conns = self.connections or self.median("max_connections")
-        rss = self.median("rss_peak_bytes")
+        conns = self.connections or self.median(lambda m: m.offered.max_connections)
+        rss = self.median(lambda m: m.usage.rss_peak_bytes)
         return rss / conns if conns and conns > RSS_PER_CONNECTION_MIN and rss else None
 
     @cached_property
@@ -238,7 +241,7 @@ class Group:
             h = merge_histograms(e for e in encoded if e)
             if h is not None and h.get_total_count():
                 return float(h.get_value_at_percentile(99))
-        return self.median("answered_p99_us")
+        return self.median(lambda m: m.latency.answered_p99_us)
 
     # -- latency ----------------------------------------------------------------------------
     @cached_property
@@ -260,8 +263,8 @@ class Group:
             out: dict[str, float | None] = {k: at[p] for k, p in PCTS.items()}
             out["max"] = float(h.get_max_value())
             return out
-        out = {k: self.median(f"{k}_us") for k in PCTS}
-        out["max"] = max(self.values("max_us"), default=None)
+        out = {k: self.median(lambda m, k=k: getattr(m.latency, f"{k}_us")) for k in PCTS}
+        out["max"] = max(self.values(lambda m: m.latency.max_us), default=None)
         return out
 
     def curve(self, points: int = 64) -> tuple[list[float], list[float]]:
@@ -284,9 +287,9 @@ class Group:
         """The repetition whose throughput is closest to the median (timelines, capacity steps)."""
         if not self.ok:
             return None
-        key = "capacity_rps" if self.is_capacity else "rps"
-        med = self.median(key) or 0.0
-        return min(self.ok, key=lambda c: abs(float(getattr(c.metrics, key) or 0) - med))
+        pick: Pick = (lambda m: m.capacity.capacity_rps) if self.is_capacity else (lambda m: m.counts.rps)
+        med = self.median(pick) or 0.0
+        return min(self.ok, key=lambda c: abs(float(pick(c.metrics) or 0) - med))
 
     # -- what a reader must see, and the flat figures (their own modules, for size) ----------
     @cached_property
@@ -383,8 +386,8 @@ class RunResults:
 def _p99_limit_us(groups: list[Group], facts: dict[str, Any]) -> float:
     for g in groups:
         for c in g.ok:
-            if c.metrics.p99_limit_us:
-                return float(c.metrics.p99_limit_us)
+            if c.metrics.capacity.p99_limit_us:
+                return float(c.metrics.capacity.p99_limit_us)
     return float(facts.get("p99_limit_us") or DEFAULT_P99_LIMIT_US)
 
 

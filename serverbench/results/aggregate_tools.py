@@ -118,25 +118,25 @@ def _row(cells: list[CellRecord]) -> ToolRow:
     row.server_counted_rps = _median(counted)
     row.server_counted_rps_min, row.server_counted_rps_max = (min(counted), max(counted)) if counted else (None, None)
     row.client_cpu_us_per_request = _median(
-        c.metrics.client_cpu_percent / 100 * c.metrics.tool.wall_s * 1e6 / c.metrics.tool.server_counted
+        c.metrics.client.client_cpu_percent / 100 * c.metrics.tool.wall_s * 1e6 / c.metrics.tool.server_counted
         for c in ok if c.metrics.tool and c.metrics.tool.server_counted and c.metrics.tool.wall_s
-        and c.metrics.client_cpu_percent is not None)
+        and c.metrics.client.client_cpu_percent is not None)
     if row.reported_rps is not None and row.server_counted_rps:
         row.ratio = row.reported_rps / row.server_counted_rps
-    row.requests = sum(c.metrics.requests or 0 for c in ok) if any(c.metrics.requests is not None for c in ok) \
+    row.requests = sum(c.metrics.counts.requests or 0 for c in ok) if any(c.metrics.counts.requests is not None for c in ok) \
         else None
     row.server_counted = sum(t.server_counted or 0 for t in tools if t)
-    row.p50_us = _median(c.metrics.p50_us for c in ok)
-    row.p99_us = _median(c.metrics.p99_us for c in ok)
+    row.p50_us = _median(c.metrics.latency.p50_us for c in ok)
+    row.p99_us = _median(c.metrics.latency.p99_us for c in ok)
     row.latency_reported = any(t.latency_reported for t in tools if t)
-    row.client_cpu_percent = _median(c.metrics.client_cpu_percent for c in ok)
+    row.client_cpu_percent = _median(c.metrics.client.client_cpu_percent for c in ok)
     row.client_cpu_peak_percent = _median(t.client_cpu_peak_percent for t in tools if t)
-    row.client_bound = any(c.metrics.client_saturated for c in ok)
+    row.client_bound = any(c.metrics.client.client_saturated for c in ok)
     peak = row.client_cpu_peak_percent
     row.client_bound_peak = peak is not None and saturated(peak, row.cores or 1)
-    row.server_cpu_percent = _median(c.metrics.cpu_percent for c in ok)
-    row.errors = sum(c.metrics.errors or 0 for c in ok)
-    row.timeouts = sum(c.metrics.timeouts or 0 for c in ok)
+    row.server_cpu_percent = _median(c.metrics.usage.cpu_percent for c in ok)
+    row.errors = sum(c.metrics.counts.errors or 0 for c in ok)
+    row.timeouts = sum(c.metrics.counts.timeouts or 0 for c in ok)
     row.notes = list(tools[0].notes) if tools[0] else []  # the first repetition's (counts differ per run)
     row.command = tools[0].command if tools[0] else []
     return row

@@ -54,7 +54,7 @@ def _groups(store: Any, run_id: int) -> dict[tuple[str, str, str], Group]:
 def _judge_p99(a: Group, b: Group) -> tuple[float | None, str | None]:
     """Ratio of the groups' p99 (the one every output shows) judged by the repetitions' spread."""
     pa, pb = a.latency["p99"], b.latency["p99"]
-    sa, sb = a.stat("p99_us"), b.stat("p99_us")
+    sa, sb = a.stat(lambda m: m.latency.p99_us), b.stat(lambda m: m.latency.p99_us)
     if not pa or pb is None or sa is None or sb is None:
         return None, None
     ratio = pb / pa

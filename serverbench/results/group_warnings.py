@@ -37,29 +37,28 @@ def judge(g: Any) -> list[Caveat]:
     if t is not None and noisy(t):
         add("noisy", "warning", f"noisy — requests/s varies by CV {t.cv:.1%} across {t.n} repetitions "
                                 f"(> {NOISE_CV:.0%}); treat its place as uncertain")
-    key = "capacity_rps" if g.is_capacity else "rps"
-    vals = g.values(key)
+    vals = g.values((lambda m: m.capacity.capacity_rps) if g.is_capacity else (lambda m: m.counts.rps))
     med = statistics.median(vals) if vals else 0.0
     # a modified z-score flags 765 among 774, 775 when the others agree exactly: only report
     # outliers that also differ by more than the 5 % a reader would notice
     idx = [i for i in outliers(vals) if med and abs(vals[i] - med) / med > MIN_EFFECT]
     if idx:
-        shown = ", ".join(f"repetition {i + 1} = {g.values(key)[i]:,.0f}" for i in idx)
+        shown = ", ".join(f"repetition {i + 1} = {vals[i]:,.0f}" for i in idx)
         add("outlier", "warning", f"statistical outlier among the repetitions ({shown} req/s); another "
                                   "process may have interfered, consider re-running")
     if g.client_saturated:
-        cpu = g.median("client_cpu_percent")
+        cpu = g.median(lambda m: m.client.client_cpu_percent)
         add("client-bound", "warning", "client-bound — the load generator was saturated"
             + (f" ({cpu:.0f} % CPU)" if cpu is not None else "") + "; the server may be faster than shown")
-    skews = [c.metrics.shard_start_skew_ms for c in g.ok if c.metrics.shard_start_skew_ms is not None]
+    skews = [c.metrics.client.shard_start_skew_ms for c in g.ok if c.metrics.client.shard_start_skew_ms is not None]
     if skews and max(skews) > SKEW_WARN_MS:
         add("shard-skew", "warning", f"load shards started up to {max(skews):.1f} ms apart (> {SKEW_WARN_MS:g} ms): "
                                      "their windows did not line up, so the merged seconds blur at the edges")
-    if g.is_capacity and any(c.metrics.capacity_ceiling for c in g.ok):
+    if g.is_capacity and any(c.metrics.capacity.capacity_ceiling for c in g.ok):
         add("lower-bound", "info", "capacity is a lower bound — every step of the schedule held; "
                                    "raise the workload's max_steps to find the limit")
     elif (g.is_capacity and not g.client_saturated
-          and any(c.metrics.capacity_client_bound for c in g.ok)):
+          and any(c.metrics.capacity.capacity_client_bound for c in g.ok)):
         add("client-bound", "warning", "capacity is a lower bound — the load generator was "
                                        "saturated at the step that failed")
     if g.unfair:
@@ -71,20 +70,20 @@ def judge(g: Any) -> list[Caveat]:
     if bound and conns and bound < conns:
         add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")
     if g.errors or g.timeouts:
-        req = g.total("requests")
+        req = g.total(lambda m: m.counts.requests)
         share = f" in {req:,} requests ({g.errors / req:.2%})" if req else ""
         add("errors", "error", f"{g.errors:,} errors ({g.timeouts:,} timeouts){share}"
             + ("; degraded: ranked after the clean rows" if g.degraded and g.kind != "overload" else ""))
     if g.held is False:
         add("did-not-hold", "error", f"did not hold {g.target_rate:,.0f} req/s (achieved "
                                      f"{g.rps.median if g.rps else 0:,.0f} successful)")
-    unanswered = g.total("unanswered")
+    unanswered = g.total(lambda m: m.offered.unanswered)
     if unanswered:
-        oldest = max(c.metrics.unanswered_oldest_us for c in g.ok) / 1e6
+        oldest = max(c.metrics.offered.unanswered_oldest_us for c in g.ok) / 1e6
         add("unanswered", "error", f"{unanswered:,} request{'s' if unanswered != 1 else ''} still unanswered "
                                    "when the run ended, "
                                    f"the oldest after {oldest:.1f} s (stalled connections)")
-    missed = g.total("missed_sends")
+    missed = g.total(lambda m: m.offered.missed_sends)
     if missed:
         add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
                                        "(connection pool exhausted)")

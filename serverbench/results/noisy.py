@@ -73,11 +73,11 @@ def paired(noise: list[Any], quiet: list[Any]) -> tuple[float | None, float | No
         q, m = twin.get(c.repetition), c.metrics
         if q is None:
             continue
-        if m.rps is not None and q.rps:
-            rates.append(m.rps / q.rps)
-        if m.p99_us is not None and q.p99_us:
-            p99s.append(m.p99_us / q.p99_us)
-            added.append(m.p99_us - q.p99_us)
+        if m.counts.rps is not None and q.counts.rps:
+            rates.append(m.counts.rps / q.counts.rps)
+        if m.latency.p99_us is not None and q.latency.p99_us:
+            p99s.append(m.latency.p99_us / q.latency.p99_us)
+            added.append(m.latency.p99_us - q.latency.p99_us)
     return _median(p99s), _median(rates), _median(added)
 
 
@@ -96,17 +96,17 @@ def attach(groups: list[Any]) -> None:
 
 
 def shape_of(g: Any) -> str | None:
-    return next((c.metrics.noise.get("shape") for c in g.ok if c.metrics.noise), None)
+    return next((c.metrics.noisy.noise.get("shape") for c in g.ok if c.metrics.noisy.noise), None)
 
 
 def twin_of(g: Any) -> str | None:
-    return next((c.metrics.noise_twin for c in g.ok + g.bad if c.metrics.noise_twin), None)
+    return next((c.metrics.noisy.noise_twin for c in g.ok + g.bad if c.metrics.noisy.noise_twin), None)
 
 
 def counters(cells: list[Any]) -> dict[str, float | None]:
     """Medians over the repetitions of what the noise did: connections held at the peak, answers by
     class and how the server ended them (flat GroupFigures fields)."""
-    noise = [c.metrics.noise for c in cells if c.metrics.noise]
+    noise = [c.metrics.noisy.noise for c in cells if c.metrics.noisy.noise]
 
     def med(get: Any) -> float | None:
         vals = [float(v) for n in noise if (v := get(n)) is not None]

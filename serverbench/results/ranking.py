@@ -76,7 +76,7 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
     if kind == "capacity" or kind == "overload":
         return (0, 0, -t.median, 0.0, 0.0, g.server)
     if kind == "soak":
-        worst, spread = g.stat("worst_second_p99_us"), g.stat("second_p99_spread_us")
+        worst, spread = g.stat(lambda m: m.soak.worst_second_p99_us), g.stat(lambda m: m.soak.second_p99_spread_us)
         return (g.held is False, g.degraded, worst.median if worst else INF, spread.median if spread else INF,
                 0.0, g.server)
     return (0, g.degraded, -t.median, 0.0, 0.0, g.server)
@@ -145,7 +145,7 @@ def rank_metric(kind: str) -> tuple[str, str]:
 
 
 def _p99_stats(g: Group, kind: str = "fixed-load") -> Stats | None:
-    return g.stat("worst_second_p99_us" if kind == "soak" else "p99_us")
+    return g.stat((lambda m: m.soak.worst_second_p99_us) if kind == "soak" else (lambda m: m.latency.p99_us))
 
 
 @dataclass(frozen=True)

@@ -45,26 +45,26 @@ def expand(points: list[Point], n_cpus: int) -> list[Point]:
 def figures(cells: list[CellRecord]) -> dict[str, Any]:
     """The cores GroupFigures fields of a group's measured cells: its core count and whether any
     repetition shared CPUs with the load generator."""
-    ks = sorted({c.metrics.server_cores for c in cells if c.metrics.server_cores is not None})
-    return {"server_cores": ks[-1] if ks else None, "cpu_overlap": any(c.metrics.cpu_overlap for c in cells)}
+    ks = sorted({c.metrics.setup.server_cores for c in cells if c.metrics.setup.server_cores is not None})
+    return {"server_cores": ks[-1] if ks else None, "cpu_overlap": any(c.metrics.setup.cpu_overlap for c in cells)}
 
 
 def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     """(kind, severity, text): the group's over-time warnings, plus cpu-overlap when the server shared CPUs
     with the load generator; that group's shared-cpu warning is folded into it (the same cause, told once)."""
-    shared = [c for c in cells if c.metrics.cpu_overlap]
+    shared = [c for c in cells if c.metrics.setup.cpu_overlap]
     if not shared:
         return over_time
     m = shared[0].metrics
-    on = ",".join(str(x) for x in m.server_cpu_list or []) or "?"
-    others = sorted(c.metrics.others_cpu_percent for c in shared if c.metrics.others_cpu_percent is not None)
+    on = ",".join(str(x) for x in m.setup.server_cpu_list or []) or "?"
+    others = sorted(c.metrics.over_time.others_cpu_percent for c in shared if c.metrics.over_time.others_cpu_percent is not None)
     busy = (f", where other processes (the load generator among them) used {others[len(others) // 2]:.0f} % "
             "(100 = one CPU)") if others else ""
     return [w for w in over_time if w[0] != "shared-cpu"] + [(
         "cpu-overlap", "warning",
-        f"server and load generator shared CPU(s) at {m.server_cores} server cores (server on CPU {on}{busy}; "
+        f"server and load generator shared CPU(s) at {m.setup.server_cores} server cores (server on CPU {on}{busy}; "
         "the machine has too few CPUs to give each side its own): the figures mix both sides' work, not "
-        f"a clean {m.server_cores}-core result, so the scaling table does not rank by it")]
+        f"a clean {m.setup.server_cores}-core result, so the scaling table does not rank by it")]
 
 
 __all__ = ["SWEEP", "counts", "expand", "figures", "warnings"]

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..model import WarmupFigures
+
 WINDOW = 3
 TOLERANCE = 0.03
 ROUND_S = 1.0  # one loadgen run per second of warm-up: its successful rate is one sample
@@ -75,12 +77,13 @@ class Warmup:
             return None
         return self.rates[0] / steady
 
-    def metrics(self) -> dict[str, Any]:
-        """The CellMetrics fields of this warm-up."""
-        return {"warmup_rates": [round(r, 1) for r in self.rates], "warmup_steady": None if self.brief else self.steady,
-                "warmup_brief": self.brief, "warmup_steady_s": self.steady_after_s,
-                "warmup_first_share": None if self.first_share is None else round(self.first_share, 3),
-                "warmup_max_s": self.max_s or None}
+    def cell_figures(self) -> WarmupFigures:
+        """What the cell stores of this warm-up."""
+        return WarmupFigures(warmup_rates=[round(r, 1) for r in self.rates],
+                             warmup_steady=None if self.brief else self.steady, warmup_brief=self.brief,
+                             warmup_steady_s=self.steady_after_s,
+                             warmup_first_share=None if self.first_share is None else round(self.first_share, 3),
+                             warmup_max_s=self.max_s or None)
 
 
 def warm_to_steady(one_second: Callable[[], float], max_s: float, *,
@@ -105,23 +108,23 @@ def brief(rates: list[float], seconds: float) -> Warmup:
 
 # -- across repetitions (the aggregation reads these, like overtime.figures) -----------------
 def _cells_warmed(cells: list[Any]) -> list[Any]:
-    return [c for c in cells if c.metrics.warmup_steady is not None]
+    return [c for c in cells if c.metrics.warmup.warmup_steady is not None]
 
 
 def not_steady(cells: list[Any]) -> int:
     """How many of the cells' warm-ups reached their maximum without becoming steady."""
-    return sum(1 for c in _cells_warmed(cells) if c.metrics.warmup_steady is False)
+    return sum(1 for c in _cells_warmed(cells) if c.metrics.warmup.warmup_steady is False)
 
 
 def figures(cells: list[Any]) -> dict[str, Any]:
     """GroupFigures fields: medians over the repetitions that were warmed to steady state."""
     warmed = _cells_warmed(cells)
-    steady_s = [c.metrics.warmup_steady_s for c in warmed if c.metrics.warmup_steady_s is not None]
-    shares = [c.metrics.warmup_first_share for c in warmed if c.metrics.warmup_first_share is not None]
+    steady_s = [c.metrics.warmup.warmup_steady_s for c in warmed if c.metrics.warmup.warmup_steady_s is not None]
+    shares = [c.metrics.warmup.warmup_first_share for c in warmed if c.metrics.warmup.warmup_first_share is not None]
     return {"steady_s": statistics.median(steady_s) if steady_s else None,
             "first_second_share": statistics.median(shares) if shares else None,
             "not_steady": not_steady(cells),
-            "warmup_max_s": max((c.metrics.warmup_max_s or 0 for c in warmed), default=None) or None}
+            "warmup_max_s": max((c.metrics.warmup.warmup_max_s or 0 for c in warmed), default=None) or None}
 
 
 def warnings(cells: list[Any]) -> list[tuple[str, str, str]]:
@@ -129,7 +132,7 @@ def warnings(cells: list[Any]) -> list[tuple[str, str, str]]:
     n = not_steady(cells)
     if not n:
         return []
-    top = max(c.metrics.warmup_max_s or 0 for c in _cells_warmed(cells))
+    top = max(c.metrics.warmup.warmup_max_s or 0 for c in _cells_warmed(cells))
     return [("not-steady", "error",
              f"not steady — {n} of {len(cells)} repetition{'s' if len(cells) != 1 else ''} still changing rate "
              f"after the {top:g} s warm-up maximum; measured anyway and ranked after the steady rows")]
@@ -137,7 +140,7 @@ def warnings(cells: list[Any]) -> list[tuple[str, str, str]]:
 
 def curve(cell: Any) -> list[float]:
     """The warm-up rates of one cell (one value per second), for the warm-up chart."""
-    return list(cell.metrics.warmup_rates or [])
+    return list(cell.metrics.warmup.warmup_rates or [])
 
 
 __all__ = ["WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures", "warnings",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..model import Capacity, CapacityStep
 from ..processes.loadgen import LoadgenResult
 from ..processes.server import Server
 from ..catalog.workloads import Point, parse_duration
@@ -16,10 +17,10 @@ def step_point(p: Point, rate: float) -> Point:
 
 
 def find_capacity(srv: Server, p: Point,
-                  lg_run: Callable[..., LoadgenResult]) -> tuple[LoadgenResult, dict[str, Any]]:
+                  lg_run: Callable[..., LoadgenResult]) -> tuple[LoadgenResult, Capacity]:
     """Step open load up by `p.step` until p99 > limit, errors, missed sends or shortfall.
 
-    Returns the chosen step's loadgen result and the CellMetrics fields of a capacity point."""
+    Returns the chosen step's loadgen result and the capacity point's figures."""
     limit_us = parse_duration(p.p99_limit) * 1e6
     step_s = parse_duration(p.step_duration)
     rate = float(p.start_rate or 1.0)
@@ -68,8 +69,7 @@ def find_capacity(srv: Server, p: Point,
     # the step that failed saturated the load generator rather than the server.
     broke = next((s for s in steps if not s["held"]), None)
     best_step = next((s for s in steps if s["rate"] == best_rate and s["held"]), None)
-    extra = {"steps": steps, "capacity_rps": float(best_step["achieved"]) if best_step else 0.0,
-             "capacity_target_rate": best_rate, "p99_limit_us": limit_us,
-             "capacity_ceiling": broke is None,
-             "capacity_client_bound": bool(broke and broke["client_saturated"])}
-    return chosen, extra
+    return chosen, Capacity(steps=[CapacityStep(**s) for s in steps],
+                            capacity_rps=float(best_step["achieved"]) if best_step else 0.0,
+                            capacity_target_rate=best_rate, p99_limit_us=limit_us, capacity_ceiling=broke is None,
+                            capacity_client_bound=bool(broke and broke["client_saturated"]))

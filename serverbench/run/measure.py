@@ -23,6 +23,7 @@ from ..overtime import overload, soak, timeline
 from ..processes import memlimit
 from ..processes.loadgen import LoadgenResult
 from ..processes.server import Server
+from ..model import Client, ServerOverTime, MemoryLimit, ServerUsage
 from ..store import Store
 from ..verify import kinds
 from ..rules import warmup
@@ -54,25 +55,26 @@ class Load(Protocol):
 
 
 # -- what a cell records --------------------------------------------------------------------------
-def client_metrics(load: Load) -> dict[str, Any]:
-    """The CellMetrics fields of the client that drove a load."""
-    return {"client_cpu_percent": round(load.client_cpu_percent, 1), "client_saturated": load.client_saturated}
+def client_metrics(load: Load) -> Client:
+    """What the client that drove a load used (the rest of the cell's Client record is the runner's)."""
+    return Client(client_cpu_percent=round(load.client_cpu_percent, 1), client_saturated=load.client_saturated)
 
 
-def usage_metrics(usage: dict | None) -> dict[str, Any]:
-    """The CellMetrics fields the sampler's usage provides."""
+def usage_metrics(usage: dict | None) -> ServerUsage:
+    """The server's usage the sampler measured (its dict: processes/sampler.py)."""
     if not usage:
-        return {}
-    keys = ("cpu_user_s", "cpu_sys_s", "rss_peak_bytes", "rss_mean_bytes", "threads_peak",
-            "ctx_voluntary", "ctx_involuntary", "processes_peak")
-    out = {k: usage.get(k) for k in keys}
-    out["cpu_percent"] = usage.get("cpu_percent_mean")
-    out["cpu_percent_peak"] = usage.get("cpu_percent_peak")
-    return out
+        return ServerUsage()
+    u = usage.get
+    return ServerUsage(cpu_user_s=u("cpu_user_s"), cpu_sys_s=u("cpu_sys_s"), cpu_percent=u("cpu_percent_mean"),
+                       cpu_percent_peak=u("cpu_percent_peak"), rss_peak_bytes=u("rss_peak_bytes"),
+                       rss_mean_bytes=u("rss_mean_bytes"), threads_peak=u("threads_peak"),
+                       processes_peak=u("processes_peak"), ctx_voluntary=u("ctx_voluntary"),
+                       ctx_involuntary=u("ctx_involuntary"))
 
 
 def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
-    """The CellMetrics fields a loadgen result provides."""
+    """The CellMetrics figures a loadgen result provides, as stored keys (one result fills several
+    groups: counts, latency, the load offered, the client, noise and fairness)."""
     r = lg.report
     s = r.summary
     lat = s.latency_us
@@ -93,7 +95,7 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "unanswered": s.unanswered, "unanswered_oldest_us": s.unanswered_oldest_us,
         "target_rate": cfg.get("rate"), "connections": cfg.get("connections"), "users": cfg.get("users"),
         "max_connections": cfg.get("max_connections"),
-        **client_metrics(lg),
+        "client": client_metrics(lg),
         "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
         "noise": (r.model_extra or {}).get("noise"),
         "fairness": (r.model_extra or {}).get("fairness"),
@@ -101,33 +103,37 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
 
 
 def over_time_metrics(kind: str | None, lg: LoadgenResult | None, usage: dict | None, srv: Server) -> dict[str, Any]:
-    """The CellMetrics fields of the cell's behaviour over time: alignment of the server's series,
-    its death, the memory limit, and the overload verdict or soak figures for those kinds."""
+    """The CellMetrics groups of the cell's behaviour over time, by group name: the server's series
+    (alignment, death, RSS at both ends), the memory limit, and the overload or soak figures."""
     report = lg.report if lg is not None else None
     off = timeline.offset_s(report, usage)
-    out: dict[str, Any] = {"series_offset_s": off}
+    series = ServerOverTime(series_offset_s=off)
     died = timeline.on_axis((usage or {}).get("died_at_s"), off)
     if died is not None:
-        out.update(server_died_at_s=max(0.0, died), server_exit_code=srv.returncode())
-    killed = None
+        series.server_died_at_s, series.server_exit_code = max(0.0, died), srv.returncode()
+    memory = MemoryLimit()
     if srv.memory is not None:
         mem = srv.memory
-        out.update(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method, memory_limit_detail=mem.detail)
+        memory = MemoryLimit(memory_limit_bytes=mem.limit_bytes, memory_limit_method=mem.method,
+                             memory_limit_detail=mem.detail)
+        killed = None
         if mem.method == memlimit.WATCHDOG:
             killed = timeline.on_axis((usage or {}).get("rss_limit_hit_s"), off)
         elif srv.oom_killed():
             killed = died
-        out["memory_killed_at_s"] = max(0.0, killed) if killed is not None else None
+        memory.memory_killed_at_s = max(0.0, killed) if killed is not None else None
     rows = timeline.server_seconds(usage, off)
     if rows:
-        out.update(rss_start_bytes=rows[0].rss_bytes, rss_end_bytes=rows[-1].rss_bytes)
+        series.rss_start_bytes, series.rss_end_bytes = rows[0].rss_bytes, rows[-1].rss_bytes
         others = [r.others_percent for r in rows if r.others_percent is not None]
-        out["others_cpu_percent"] = round(sum(others) / len(others), 1) if others else None
+        series.others_cpu_percent = round(sum(others) / len(others), 1) if others else None
+    out: dict[str, Any] = {"over_time": series, "memory": memory}
     seconds = timeline.load_seconds(report)
-    figures = (overload.judge(seconds, out.get("server_died_at_s"), out.get("memory_killed_at_s"), rows)
-               if kind == "overload" else soak.judge(seconds) if kind == "soak" else None)
-    if figures is not None:
-        out.update(figures.metrics())
+    if kind == "overload" and (verdict := overload.judge(seconds, series.server_died_at_s,
+                                                         memory.memory_killed_at_s, rows)) is not None:
+        out["overload"] = verdict.cell_figures()
+    elif kind == "soak" and (steadiness := soak.judge(seconds)) is not None:
+        out["soak"] = steadiness.cell_figures()
     return out
 
 

@@ -204,10 +204,9 @@ class Runner:
                     p = pending[0]
                     self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
                     cell = self.run_point(srv, m, w, size, p, rep, client_cpus, first=len(pending) == len(todo))
-                    for key, value in extra.items():
-                        setattr(cell.metrics, key, value)
+                    cell.metrics = cell.metrics.updated(extra)
                     if start_s is not None:
-                        cell.metrics.server_start_s = round(start_s, 3)
+                        cell.metrics.timing.server_start_s = round(start_s, 3)
                         start_s = None
                     self._record(cell, _planned_s(size, p, first=p is todo[0]))
                     pending.pop(0)
@@ -276,12 +275,11 @@ class Runner:
             except LoadgenError as e:
                 raise LoadgenError(f"warm-up: {e}") from None
             if warmed is not None:
-                metrics.update(warmed.metrics())
+                metrics["warmup"] = warmed.cell_figures()
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} during the warm-up")
             if p.mode == "capacity":
-                lg, extra = sampling.run(lambda: find_capacity(srv, p, lg_run))
-                metrics.update(extra)
+                lg, metrics["capacity"] = sampling.run(lambda: find_capacity(srv, p, lg_run))
             else:
                 rate = None
                 if p.rate_fraction is not None:
@@ -307,7 +305,7 @@ class Runner:
             cell.status = "failed"
             cell.error = str(e)
         usage = cell.usage = sampling.usage
-        metrics.update(measure.usage_metrics(usage))
+        metrics["usage"] = measure.usage_metrics(usage)
         if usage is not None:
             metrics.update(measure.over_time_metrics(w.kind, lg, usage, srv))
         if cell.status == "failed":
