@@ -115,6 +115,8 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
     ts = shutil.which("taskset")
     tools.add_row("taskset", _yes(ts is not None),
                   ts or "missing; fix: apt-get install -y util-linux (CPU pinning is off without it)")
+    pg_ok, pg_detail = doctor_mod.postgres_check()
+    tools.add_row("postgres (initdb, postgres)", _yes(pg_ok), pg_detail)
     server_cpus, client_cpus = supervisor.default_cpu_split()
     tools.add_row("CPUs", _yes(len(supervisor.online_cpus()) > 1),
                   f"online {supervisor.online_cpus()}; server {server_cpus}, loadgen {client_cpus}")
