@@ -153,9 +153,11 @@ def install(ids: Optional[list[str]] = IdsArg,
 
 @app.command()
 def build(ids: Optional[list[str]] = IdsArg,
-          force: bool = typer.Option(False, "--force", help="Rebuild even when up to date.")) -> None:
+          force: bool = typer.Option(False, "--force", help="Rebuild even when up to date."),
+          jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
+                                             help="Builds at a time (default: half the CPUs, at least 2).")) -> None:
     """Build contestants (cached by a hash of each server folder); logs in results/logs/."""
-    results = build_mod.build(selected(ids), force=force, console=err_console)
+    results = build_mod.build(selected(ids), force=force, console=err_console, jobs=jobs)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
