@@ -101,20 +101,33 @@ def unfair(cells: Iterable[_Cell]) -> bool:
     return unfair_of(of(cells))
 
 
-def figures(cells: Iterable[_Cell]) -> dict[str, Any]:
-    """The GroupFigures fields: medians over the repetitions (slots served, Jain's index, the longest
-    wait, the lowest per-second share of slots served) and the unfair verdict."""
+class GroupFairness(BaseModel):
+    """A group's fairness (GroupFigures.fairness): medians over the repetitions of closed loads'
+    per-connection figures; all None (and fair) where the group was not judged."""
+
+    model_config = ConfigDict(extra="forbid")
+    slots: int | None = None  # connections (sessions: users) the load held
+    slots_served: int | None = None  # … that completed at least one request
+    jain: float | None = None  # Jain's index over the slots' completed requests (1 = even)
+    longest_wait_ms: float | None = None  # the longest any slot went without a completion
+    min_served_share: float | None = None  # the lowest share of slots served within one second
+    unfair: bool = False  # > 5 % of the slots waited beyond the timeout: ranked after the fair rows
+
+
+def figures(cells: Iterable[_Cell]) -> GroupFairness:
+    """Medians over the repetitions (slots served, Jain's index, the longest wait, the lowest
+    per-second share of slots served) and the unfair verdict."""
     fs = of(cells)
     if not fs:
-        return {}
+        return GroupFairness()
 
     def med(values: list[float]) -> float | None:
         return statistics.median(values) if values else None
     shares = [s for f in fs if (s := f.min_served_share) is not None]
     jains = [f.jain for f in fs if f.jain is not None]
-    return {"slots": int(med([f.slots for f in fs]) or 0), "slots_served": int(med([f.served for f in fs]) or 0),
-            "jain": med(jains), "longest_wait_ms": (med([f.longest_wait_us for f in fs]) or 0.0) / 1000.0,
-            "min_served_share": med(shares), "unfair": unfair_of(fs)}
+    return GroupFairness(slots=int(med([f.slots for f in fs]) or 0), slots_served=int(med([f.served for f in fs]) or 0),
+                         jain=med(jains), longest_wait_ms=(med([f.longest_wait_us for f in fs]) or 0.0) / 1000.0,
+                         min_served_share=med(shares), unfair=unfair_of(fs))
 
 
 def unfair_of(fs: list[Fairness]) -> bool:
@@ -127,4 +140,5 @@ def served_text(slots: int, served: int) -> str:
     return f"served {served:,} of {slots:,} connections"
 
 
-__all__ = ["UNFAIR_SHARE", "Fairness", "jain", "merge", "of", "unfair", "figures", "served_text", "unfair_of"]
+__all__ = ["UNFAIR_SHARE", "Fairness", "GroupFairness", "jain", "merge", "of", "unfair", "figures", "served_text",
+           "unfair_of"]

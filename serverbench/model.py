@@ -1,8 +1,9 @@
 """The results model: what a run was asked for, what one cell measured, and the loadgen's JSON.
 
 Every stored figure is a field of one of `CellMetrics`' groups (counts, latency, server usage,
-warm-up…), documented here once with its unit in its name. The store reads and writes cells through these types; the aggregation (aggregate.py)
-reads them; nothing else parses `metrics_json` or a loadgen file.
+warm-up…), documented here once with its unit in its name; `Flat` keeps the stored shape one key per
+figure. The store reads and writes cells through these types; the aggregation (aggregate.py) reads
+them; nothing else parses `metrics_json` or a loadgen file.
 """
 from __future__ import annotations
 
@@ -147,13 +148,66 @@ class ToolRun(BaseModel):
     notes: list[str] = Field(default_factory=list, description="how the workload was translated, caps, caveats")
 
 
-class _Record(BaseModel):
-    """A group of a cell's figures. Unknown fields are refused: a typo is a bug, not a new figure."""
+class FigureGroup(BaseModel):
+    """The figures of one concern (latency, server usage, warm-up…), a part of a `Flat` record.
+    Unknown fields are refused: a typo is a bug, not a new figure."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class Counts(_Record):
+class Flat(BaseModel):
+    """A record made of groups (its fields typed as a FigureGroup or other record, never optional) and
+    plain fields, whose stored and exported shape is flat: one key per figure, in field order with each
+    group's fields in its place. Stored rows and reports predate the groups and must not change with
+    them, so flat keys read are sorted into their groups (`_group`) and a dump flattens them again
+    (`_flatten`). A figure's name is unique across the groups (tests/test_cell_metrics.py)."""
+
+    @classmethod
+    def groups(cls) -> dict[str, type[BaseModel]]:
+        """The fields that are groups: a record type, not optional."""
+        return {name: f.annotation for name, f in cls.model_fields.items()
+                if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}
+
+    @classmethod
+    def flat_keys(cls) -> list[str]:
+        """Every figure's stored name, in the stored order."""
+        groups = cls.groups()
+        return [k for name in cls.model_fields for k in (groups[name].model_fields if name in groups else [name])]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _group(cls, data: Any) -> Any:
+        """Flat keys into their groups. A group may also be given whole (a record or a dict: what a
+        producer built): it replaces that group's keys given before it, and keys after it are added."""
+        if not isinstance(data, dict):
+            return data
+        group_of = {k: name for name, rec in cls.groups().items() for k in rec.model_fields}
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            group = group_of.get(key)
+            if group is None:
+                out[key] = value
+                continue
+            have = out.get(group)
+            if isinstance(have, BaseModel):
+                have = have.model_dump(exclude_unset=True)
+            out[group] = {**(have or {}), key: value}
+        return out
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The groups' fields in place of the groups: the stored, flat shape (and its key order)."""
+        groups = type(self).groups()
+        out: dict[str, Any] = {}
+        for name, value in handler(self).items():
+            if name in groups:
+                out.update(value)
+            else:
+                out[name] = value
+        return out
+
+
+class Counts(FigureGroup):
     """loadgen: throughput and how the requests ended."""
 
     rps: float | None = Field(None, description="successful (2xx/3xx) responses per second of measured time")
@@ -176,7 +230,7 @@ class Counts(_Record):
         return (self.requests - (self.ok or 0)) / self.requests
 
 
-class Latency(_Record):
+class Latency(FigureGroup):
     """loadgen: latency in µs (open load: corrected for coordinated omission)."""
 
     p50_us: float | None = None
@@ -191,7 +245,7 @@ class Latency(_Record):
     answered_p99_us: float | None = Field(None, description="p99 of answered requests only")
 
 
-class Offered(_Record):
+class Offered(FigureGroup):
     """loadgen: the load offered (its size and measured time) and what of it was left undone."""
 
     duration_s: float | None = Field(None, description="measured seconds (loadgen)")
@@ -204,7 +258,7 @@ class Offered(_Record):
     max_connections: int | None = Field(None, description="open load: the client's connection pool cap")
 
 
-class Client(_Record):
+class Client(FigureGroup):
     """The client side: what the load generator and the harness used, and where the load went."""
 
     client_cpu_percent: float | None = Field(None, description="loadgen CPU, 100 = one core")
@@ -221,7 +275,7 @@ class Client(_Record):
                                                                 "(sampler included), 100 = one core")
 
 
-class ServerUsage(_Record):
+class ServerUsage(FigureGroup):
     """The server's process tree over the measured run (the sampler)."""
 
     cpu_user_s: float | None = None
@@ -236,7 +290,7 @@ class ServerUsage(_Record):
     ctx_involuntary: int | None = None
 
 
-class ServerOverTime(_Record):
+class ServerOverTime(FigureGroup):
     """The server over time (its per-second series is in the cell's usage; timeline.py reads it)."""
 
     series_offset_s: float | None = Field(None, description="loadgen's measurement start − the sampler's start: "
@@ -250,7 +304,7 @@ class ServerOverTime(_Record):
                                                                "CPUs during the measured run (100 = one CPU)")
 
 
-class MemoryLimit(_Record):
+class MemoryLimit(FigureGroup):
     """--server-memory-limit: the limit put on the server's tree, and whether it ended the server."""
 
     memory_limit_bytes: int | None = Field(None, description="--server-memory-limit for the server's tree")
@@ -260,7 +314,7 @@ class MemoryLimit(_Record):
                                                                "(watchdog: first sample past it; cgroup: OOM kill)")
 
 
-class OverloadFigures(_Record):
+class OverloadFigures(FigureGroup):
     """Overload workloads (overtime/overload.py): the peak and what happened past it."""
 
     overload_verdict: str | None = Field(None, description="crashes | degrades | sheds | slows | holds | kept up")
@@ -275,7 +329,7 @@ class OverloadFigures(_Record):
     growth_from_peak: float | None = Field(None, description="answered latency at the end ÷ at the peak")
 
 
-class SoakFigures(_Record):
+class SoakFigures(FigureGroup):
     """Soak workloads (overtime/soak.py): the per-second p99s."""
 
     worst_second_p99_us: float | None = Field(None, description="the highest p99 of any one second")
@@ -284,7 +338,7 @@ class SoakFigures(_Record):
     second_p99_spread_us: float | None = Field(None, description="p90 − p10 of the per-second p99s")
 
 
-class Setup(_Record):
+class Setup(FigureGroup):
     """How the cell was run: the server's workers and CPUs, the calibrated rate, the plan."""
 
     workers: int | None = Field(None, description="$WORKERS the server ran with")
@@ -300,7 +354,7 @@ class Setup(_Record):
     planned_s: float | None = None
 
 
-class WarmupFigures(_Record):
+class WarmupFigures(FigureGroup):
     """Warm-up to steady state (rules/warmup.py): one successful rate per second of warm-up load."""
 
     warmup_rates: list[float] | None = Field(None, description="the warm-up's per-second successful rates")
@@ -312,7 +366,7 @@ class WarmupFigures(_Record):
     warmup_max_s: float | None = Field(None, description="the warm-up's maximum (the size's steady_max)")
 
 
-class NoiseFigures(_Record):
+class NoiseFigures(FigureGroup):
     """Kind noisy: the bad clients beside the legitimate load (counted apart from it by loadgen)."""
 
     noise: dict[str, Any] | None = Field(None, description="loadgen's noise counters: shape, connections, opened, "
@@ -320,7 +374,7 @@ class NoiseFigures(_Record):
     noise_twin: str | None = Field(None, description="the label of this noise point's quiet twin")
 
 
-class Timing(_Record):
+class Timing(FigureGroup):
     """The cell's time outside the measured load: the server's start and the harness's overhead."""
 
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
@@ -328,7 +382,7 @@ class Timing(_Record):
     ready_timeout_s: float | None = None
 
 
-class Capacity(_Record):
+class Capacity(FigureGroup):
     """Capacity points: the stepped search for the highest rate held within the p99 limit."""
 
     capacity_rps: float | None = Field(None, description="achieved rps of the highest step that held")
@@ -339,13 +393,9 @@ class Capacity(_Record):
     steps: list[CapacityStep] | None = None
 
 
-class CellMetrics(BaseModel):
-    """Every figure stored with a cell, grouped by what it describes (None = not applicable).
-
-    Stored flat (`metrics_json`: one key per figure, the order of the fields below with each group's
-    fields in place): the flat keys are what old runs hold and what exports show, so reading groups
-    them (`_group`) and writing flattens them again (`_flatten`), and a stored run reads the same
-    before and after a regrouping."""
+class CellMetrics(Flat):
+    """Every figure stored with a cell, grouped by what it describes (None = not applicable). Stored
+    flat (`metrics_json`, `Flat`): old runs hold those keys and exports show them."""
 
     model_config = ConfigDict(extra="forbid")
     kind: str | None = Field(None, description="the workload's kind (what it ranks by), when measured")
@@ -371,42 +421,12 @@ class CellMetrics(BaseModel):
     # cross-check cells (`serverbench crosscheck`): the tool, its command and the server's count
     tool: ToolRun | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _group(cls, data: Any) -> Any:
-        """Flat stored keys into their groups. A group may also be given whole (a record or a dict: what
-        a producer built): it replaces that group's keys given before it, and keys after it are added."""
-        if not isinstance(data, dict):
-            return data
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            group = _GROUP_OF.get(key)
-            if group is None:
-                out[key] = value
-                continue
-            have = out.get(group)
-            if isinstance(have, BaseModel):
-                have = have.model_dump(exclude_unset=True)
-            out[group] = {**(have or {}), key: value}
-        return out
-
-    @model_serializer(mode="wrap")
-    def _flatten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The groups' fields in place of the groups: the stored, flat shape (and its key order)."""
-        nested = handler(self)
-        out: dict[str, Any] = {}
-        for name, value in nested.items():
-            if name in _GROUPS:
-                out.update(value)
-            else:
-                out[name] = value
-        return out
-
     @classmethod
     def load(cls, data: dict[str, Any] | None) -> "CellMetrics":
         """From stored JSON; keys this version does not know are dropped (older/newer rows)."""
         data = dict(data or {})
-        return cls.model_validate({k: v for k, v in data.items() if k in FLAT_KEYS})
+        known = set(cls.flat_keys())
+        return cls.model_validate({k: v for k, v in data.items() if k in known})
 
     def dump(self) -> dict[str, Any]:
         """The stored shape: flat, None left out."""
@@ -416,13 +436,6 @@ class CellMetrics(BaseModel):
         """A copy with `figures` (stored keys, or whole groups) set, validated like a stored row."""
         return CellMetrics.model_validate({**self.dump(), **figures})
 
-
-# The groups of CellMetrics, and the group each flat stored key belongs to.
-_GROUPS: dict[str, type[_Record]] = {
-    name: f.annotation for name, f in CellMetrics.model_fields.items()
-    if isinstance(f.annotation, type) and issubclass(f.annotation, _Record)}
-_GROUP_OF: dict[str, str] = {key: name for name, rec in _GROUPS.items() for key in rec.model_fields}
-FLAT_KEYS = frozenset(_GROUP_OF) | (frozenset(CellMetrics.model_fields) - frozenset(_GROUPS))
 
 # -- what a run was asked for --------------------------------------------------------------------
 DEFAULT_REPEAT = 3
@@ -578,6 +591,6 @@ class CellRecord:
 
 __all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
            "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
-           "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "FLAT_KEYS",
+           "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat", "FigureGroup",
            "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
            "ServerProfile", "RssLevel"]

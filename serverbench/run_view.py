@@ -86,8 +86,8 @@ def summary_table(results: RunResults) -> Table:
     for g in results.groups:
         f = g.figures
         notes = []
-        if f.reps_failed:
-            notes.append(f"[red]{f.reps_failed} failed/skipped[/]")
+        if f.standing.reps_failed:
+            notes.append(f"[red]{f.standing.reps_failed} failed/skipped[/]")
         notes += sorted({w.kind for w in g.warnings} - {"failed"})
         tput = g.throughput
         if tput is None:
@@ -95,7 +95,7 @@ def summary_table(results: RunResults) -> Table:
             continue
         cv = f"{tput.cv:.1%}" if tput.n > 1 else "–"
         t.add_row(str(g.place), g.server, g.workload, g.point, str(tput.n), f"{tput.median:,.0f}", cv,
-                  fmt_us(f.p99_us), " ".join(notes))
+                  fmt_us(f.latency.p99_us), " ".join(notes))
     return t
 
 

@@ -157,8 +157,8 @@ def test_overlapped_groups_carry_the_warning_and_the_figures() -> None:
             "CPU);") in g4.warnings[0].text
     # without an overlap, other processes on its CPUs are still a shared-cpu warning
     assert [w.kind for w in g2.warnings] == ["shared-cpu"]
-    assert (g4.figures.server_cores, g4.figures.cpu_overlap) == (4, True)
-    assert (g2.figures.server_cores, g2.figures.cpu_overlap) == (2, False)
+    assert (g4.figures.cores.server_cores, g4.figures.cores.cpu_overlap) == (4, True)
+    assert (g2.figures.cores.server_cores, g2.figures.cores.cpu_overlap) == (2, False)
 
 
 def _table(md: str) -> list[list[str]]:

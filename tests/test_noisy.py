@@ -123,7 +123,7 @@ def _results() -> aggregate.RunResults:
 
 def test_each_noise_point_is_judged_against_its_quiet_twin() -> None:
     res = _results()
-    by = {(g.server, g.point): g.figures for g in res.groups}
+    by = {(g.server, g.point): g.figures.noise for g in res.groups}
     pool, loop = by[("pool", "slowloris")], by[("loop", "slowloris")]
     assert (pool.noise_shape, pool.noise_twin, pool.noise_verdict) == ("slowloris", "quiet", "down")
     assert pool.noise_rate_ratio == pytest.approx(0.03) and pool.noise_p99_ratio == pytest.approx(2_000)
@@ -169,13 +169,13 @@ def test_slowloris_starves_a_bounded_server_and_not_an_event_loop(tmp_path: Path
                      fingerprint={})
     _, results = aggregate.load(store, res.run_id)
     f = {(g.server, g.point): g.figures for g in results.groups}
-    assert f[("bounded", "quiet")].rps_median == pytest.approx(100, rel=0.1), "the quiet twin is served"
-    assert f[("bounded", "slowloris")].noise_verdict in ("starved", "down"), f[("bounded", "slowloris")]
+    assert f[("bounded", "quiet")].rate.rps_median == pytest.approx(100, rel=0.1), "the quiet twin is served"
+    assert f[("bounded", "slowloris")].noise.noise_verdict in ("starved", "down"), f[("bounded", "slowloris")]
     # the claim: the event loop is not starved (a p99 "slowed" by another process on a busy
     # machine is a timing, which belongs in bench/, not in this test)
-    loop = f[("loop", "slowloris")]
+    loop = f[("loop", "slowloris")].noise
     assert loop.noise_verdict in ("unaffected", "slowed") and loop.noise_rate_ratio >= noisy.STARVED_RATE, loop
-    assert f[("loop", "slowloris")].noise_held_peak == 16
+    assert f[("loop", "slowloris")].noise.noise_held_peak == 16
 
 
 def test_shards_noise_counters_add_up() -> None:

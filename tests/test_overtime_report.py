@@ -97,7 +97,7 @@ def test_cells_carry_the_verdict_and_the_aligned_death() -> None:
 def test_overload_ranks_by_peak_with_the_verdict_beside_it_and_states_the_rules() -> None:
     run, res = results()
     ovl = next(w for w in res.workloads if w.name == "ovl")
-    assert [(g.server, g.place, g.figures.verdict) for g in ovl.points[0].groups] == [
+    assert [(g.server, g.place, g.figures.over_time.verdict) for g in ovl.points[0].groups] == [
         ("fast", 1, "kept up"), ("dies", 2, "crashes"), ("queue", 3, "holds"), ("shed", 4, "sheds")]
     md = to_markdown.render(run, res).decode()
     assert "Ranked by **peak successful responses/s, with the overload verdict beside it**" in md
@@ -115,7 +115,7 @@ def test_soak_ranks_held_rates_by_worst_second_then_spread() -> None:
     soak = next(w for w in res.workloads if w.name == "soak")
     groups = soak.points[0].groups
     assert [g.server for g in groups] == ["steady", "gc", "slow"]  # slow did not hold 2,000 req/s
-    f = {g.server: g.figures for g in groups}
+    f = {g.server: g.figures.over_time for g in groups}
     assert f["steady"].worst_second_p99_us == 3000 and f["gc"].worst_second_p99_us == 60_000
     assert f["steady"].second_p99_spread_us > 0 and f["gc"].median_second_p99_us == 2000
     assert soak.points[0].glance.verdict.startswith("steady first (worst 1-s p99 3,000 µs vs 60,000 µs)")

@@ -85,7 +85,7 @@ def test_a_crash_mid_cell_is_a_result_with_the_time_it_died(env) -> None:
     assert m.memory.memory_limit_method is None  # none asked for
     run, results = aggregate.load(env["store"], 1)
     (g,) = results.groups
-    assert g.figures.verdict == "crashes" and g.figures.server_died_at_s == m.over_time.server_died_at_s
+    assert g.figures.over_time.verdict == "crashes" and g.figures.over_time.server_died_at_s == m.over_time.server_died_at_s
     assert any(w.kind == "crashed" for w in g.warnings)
     md = to_markdown.render(run, results).decode()
     assert "| crashes |" in md and "No memory limit was set" in md

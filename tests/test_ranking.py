@@ -150,8 +150,8 @@ def test_rows_whose_intervals_overlap_the_leaders_are_named_as_tied(tmp_path: Pa
     assert [g.server for g in pt.groups] == ["a", "b", "c"] and not pt.glance.decided
     assert pt.glance.verdict.startswith("no single leader: a and b are tied")
     fa, fb, fc = (g.figures for g in pt.groups)
-    assert (fb.tied_with_leader, fc.tied_with_leader) == (True, False)
-    assert (fa.ci_low, fa.ci_high, fa.ci_level) == (100_000, 104_000, 0.75)
+    assert (fb.rate.tied_with_leader, fc.rate.tied_with_leader) == (True, False)
+    assert (fa.rate.ci_low, fa.rate.ci_high, fa.rate.ci_level) == (100_000, 104_000, 0.75)
 
 
 def test_a_leader_outside_every_interval_is_named(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_client_bound_rows_are_one_block_not_ordered_by_the_clients_noise(tmp_pa
     # listed by name, one place for both, the next row after them
     assert [(g.server, g.place) for g in pt.groups] == [("alpha", 1), ("zeta", 1), ("slow", 3)]
     assert not pt.glance.decided and "alpha and zeta each served at least 120,000 req/s" in pt.glance.verdict
-    assert [g.figures.client_bound_group for g in pt.groups] == [True, True, False]
+    assert [g.figures.rate.client_bound_group for g in pt.groups] == [True, True, False]
     _, results = aggregate.load(Store(tmp_path / "t.db"), 1)
     md = to_markdown.render(run, results).decode()
     assert "≥ 120,000 (load generator's limit)" in md and "≥ 140,000 (load generator's limit)" in md
@@ -177,7 +177,7 @@ def test_a_row_not_steady_ranks_after_the_steady_ones_and_is_warned(tmp_path: Pa
     assert [g.server for g in pt.groups] == ["warm", "cold"]
     assert pt.glance.decided and "cold was not steady" in pt.glance.verdict
     cold = pt.groups[1]
-    assert any(w.kind == "not-steady" for w in cold.warnings) and cold.figures.not_steady == 3
+    assert any(w.kind == "not-steady" for w in cold.warnings) and cold.figures.warmup.not_steady == 3
 
 
 def test_one_saturated_repetition_does_not_put_a_row_in_the_client_bound_block(tmp_path: Path) -> None:

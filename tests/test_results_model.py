@@ -64,7 +64,7 @@ def test_every_output_gives_the_same_p99_and_rps(run) -> None:
     assert p99 not in per_rep and p99 != statistics.median(per_rep)  # the test means something
     row, results = aggregate.load(store, rid)
     g = results.group("prantl-wrk", "c=400", "srv")
-    assert g.figures.p99_us == p99 and g.figures.rps_median == rps
+    assert g.figures.latency.p99_us == p99 and g.figures.rate.rps_median == rps
 
     # console summary (what `serverbench run` prints at the end)
     buf = io.StringIO()

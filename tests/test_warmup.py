@@ -52,7 +52,7 @@ def test_figures_and_not_steady_warning_across_repetitions() -> None:
              _cell(warmup_steady=True, warmup_steady_s=8.0, warmup_first_share=0.7, warmup_max_s=20.0),
              _cell(warmup_steady=False, warmup_max_s=20.0)]
     f = warmup.figures(cells)
-    assert f == {"steady_s": 6.0, "first_second_share": 0.6, "not_steady": 1, "warmup_max_s": 20.0}
+    assert f == warmup.GroupWarmup(steady_s=6.0, first_second_share=0.6, not_steady=1, warmup_max_s=20.0)
     (kind, severity, text), = warmup.warnings(cells)
     assert kind == "not-steady" and severity == "error" and "1 of 3 repetitions" in text and "20 s" in text
     # brief warm-ups (later points of a start) are neither steady nor not steady

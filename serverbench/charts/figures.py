@@ -163,8 +163,8 @@ def cpu_per_request_chart(groups: list[Group], title: str) -> go.Figure:
     """Server CPU per successful request, user and sys stacked: what each answer costs."""
     fig = go.Figure()
     xs = [g.server for g in groups]
-    for part in ("user", "sys"):
-        fig.add_bar(x=xs, y=[g.figures.model_dump()[f"cpu_{part}_us_per_request"] for g in groups],
+    for part, pick in (("user", lambda u: u.cpu_user_us_per_request), ("sys", lambda u: u.cpu_sys_us_per_request)):
+        fig.add_bar(x=xs, y=[pick(g.figures.usage) for g in groups],
                     name=f"CPU {part}", marker_color=CPU_COLORS[part],
                     hovertemplate=f"%{{x}}: %{{y:.1f}} µs {part} per request<extra></extra>")
     return _layout(fig, title, barmode="stack", yaxis_title="µs of server CPU per successful request",

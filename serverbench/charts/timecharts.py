@@ -34,21 +34,22 @@ def cell_view(g: Group) -> dict[str, Any]:
     return {"load": timeline.load_seconds(rep.loadgen),
             "server": timeline.server_seconds(rep.usage, m.over_time.series_offset_s),
             "demand_label": timeline.demand_label(rep.loadgen), "died": m.over_time.server_died_at_s,
-            "limit_mib": m.memory.memory_limit_bytes / 2**20 if m.memory.memory_limit_bytes else None, "repetition": rep.repetition}
+            "limit_mib": m.memory.memory_limit_bytes / 2**20 if m.memory.memory_limit_bytes else None,
+            "repetition": rep.repetition}
 
 
 def _label(g: Group, view: dict[str, Any]) -> str:
     f = g.figures
     parts = [f"<b>{g.place or '–'}. {g.server}</b>"]
-    if f.verdict:
-        parts.append(f"<b>{f.verdict}</b>")
-    if f.peak_ok_rps is not None:
-        parts.append(f"peak {f.peak_ok_rps:,.0f} req/s")
-    if f.worst_second_p99_us is not None:
-        parts.append(f"worst 1-s p99 {f.worst_second_p99_us / 1000:,.3g} ms")
+    if f.over_time.verdict:
+        parts.append(f"<b>{f.over_time.verdict}</b>")
+    if f.over_time.peak_ok_rps is not None:
+        parts.append(f"peak {f.over_time.peak_ok_rps:,.0f} req/s")
+    if f.over_time.worst_second_p99_us is not None:
+        parts.append(f"worst 1-s p99 {f.over_time.worst_second_p99_us / 1000:,.3g} ms")
     if view.get("died") is not None:
         parts.append(f"died at {view['died']:.1f} s")
-    if g.figures.reps_ok > 1:
+    if g.figures.standing.reps_ok > 1:
         parts.append(f"(repetition {view.get('repetition')})")
     return " · ".join(parts)
 

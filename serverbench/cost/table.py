@@ -48,7 +48,7 @@ def _steady(groups: list[Group]) -> tuple[float | None, bool]:
     warmed.sort(key=lambda g: g.workload != THROUGHPUT_WORKLOAD)
     if not warmed:
         return None, False
-    return warmed[0].figures.steady_s, warmed[0].not_steady
+    return warmed[0].figures.warmup.steady_s, warmed[0].not_steady
 
 
 def cost_rows(results: RunResults) -> list[CostRow]:

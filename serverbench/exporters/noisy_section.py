@@ -19,7 +19,7 @@ def shapes(wl: Any) -> list[str]:
     out: list[str] = []
     for pt in wl.points:
         for g in pt.groups:
-            s = g.figures.noise_shape
+            s = g.figures.noise.noise_shape
             if s and s not in out:
                 out.append(s)
     return out
@@ -27,7 +27,7 @@ def shapes(wl: Any) -> list[str]:
 
 def _twin_group(wl: Any, server: str) -> Any | None:
     """The quiet twin's group of `server` (the point every noise point of it names)."""
-    twins = {g.figures.noise_twin for pt in wl.points for g in pt.groups if g.figures.noise_twin}
+    twins = {g.figures.noise.noise_twin for pt in wl.points for g in pt.groups if g.figures.noise.noise_twin}
     for pt in wl.points:
         if pt.label in twins:
             return next((g for g in pt.groups if g.server == server), None)
@@ -35,7 +35,7 @@ def _twin_group(wl: Any, server: str) -> Any | None:
 
 
 def _by_shape(wl: Any) -> dict[tuple[str, str], Any]:
-    return {(g.server, g.figures.noise_shape): g for pt in wl.points for g in pt.groups if g.figures.noise_shape}
+    return {(g.server, g.figures.noise.noise_shape): g for pt in wl.points for g in pt.groups if g.figures.noise.noise_shape}
 
 
 def rules() -> list[str]:
@@ -50,11 +50,11 @@ def _effect(g: Any | None) -> str:
     if g is None:
         return "—"
     f = g.figures
-    if f.noise_verdict is None:
+    if f.noise.noise_verdict is None:
         return "not judged (no result" + (")" if g.throughput is not None else f" — {_status(g)})")
-    p99 = f"{f.noise_p99_ratio:.2f}" if f.noise_p99_ratio is not None else "—"
-    rate = f"{f.noise_rate_ratio:.2f}" if f.noise_rate_ratio is not None else "—"
-    return f"{p99}, {rate} → {f.noise_verdict}"
+    p99 = f"{f.noise.noise_p99_ratio:.2f}" if f.noise.noise_p99_ratio is not None else "—"
+    rate = f"{f.noise.noise_rate_ratio:.2f}" if f.noise.noise_rate_ratio is not None else "—"
+    return f"{p99}, {rate} → {f.noise.noise_verdict}"
 
 
 def _status(g: Any) -> str:
@@ -71,7 +71,8 @@ def rows(wl: Any) -> list[list[str]]:
     for s in servers:
         q = quiet[s]
         model = next(g.model for pt in wl.points for g in pt.groups if g.server == s)
-        out.append([s, model, fmt_us(q.median(lambda m: m.latency.p99_us)) if q is not None and q.throughput else "—", _quiet_rate(q)]
+        p99 = fmt_us(q.median(lambda m: m.latency.p99_us)) if q is not None and q.throughput else "—"
+        out.append([s, model, p99, _quiet_rate(q)]
                    + [_effect(by.get((s, shape))) for shape in shapes(wl)])
     return out
 
@@ -87,12 +88,12 @@ def ended_headers(wl: Any) -> list[str]:
 
 
 def _ended(g: Any | None) -> str:
-    if g is None or g.figures.noise_held_peak is None:
+    if g is None or g.figures.noise.noise_held_peak is None:
         return "—"
     f = g.figures
-    parts = [f"held {fmt_num(f.noise_held_peak)}"]
-    for label, v in (("4xx", f.noise_4xx), ("closed", f.noise_closed), ("reset", f.noise_reset),
-                     ("gave up", f.noise_timeout), ("open at end", f.noise_open_at_end)):
+    parts = [f"held {fmt_num(f.noise.noise_held_peak)}"]
+    for label, v in (("4xx", f.noise.noise_4xx), ("closed", f.noise.noise_closed), ("reset", f.noise.noise_reset),
+                     ("gave up", f.noise.noise_timeout), ("open at end", f.noise.noise_open_at_end)):
         if v:
             parts.append(f"{label} {fmt_num(v)}")
     return " · ".join(parts)
@@ -107,7 +108,8 @@ def ended_rows(wl: Any) -> list[list[str]]:
 def ratios(wl: Any) -> dict[str, dict[str, tuple[float | None, str | None]]]:
     """shape → server → (p99 ratio to the quiet twin, verdict): the chart's data."""
     by = _by_shape(wl)
-    return {shape: {s: (g.figures.noise_p99_ratio, g.figures.noise_verdict) for (s, sh), g in by.items() if sh == shape}
+    return {shape: {s: (g.figures.noise.noise_p99_ratio, g.figures.noise.noise_verdict)
+                    for (s, sh), g in by.items() if sh == shape}
             for shape in shapes(wl)}
 
 
@@ -116,7 +118,7 @@ def verdict_counts(wl: Any) -> str:
     by = _by_shape(wl)
     parts = []
     for shape in shapes(wl):
-        got = [g.figures.noise_verdict for (s, sh), g in by.items() if sh == shape and g.figures.noise_verdict]
+        got = [g.figures.noise.noise_verdict for (s, sh), g in by.items() if sh == shape and g.figures.noise.noise_verdict]
         counts = ", ".join(f"{got.count(v)} {v}" for v, _ in RULES if got.count(v))
         parts.append(f"{shape}: {counts or 'not judged'}")
     return "; ".join(parts)

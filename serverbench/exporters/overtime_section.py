@@ -40,16 +40,17 @@ def cells(g: Group, kind: str) -> list[str]:
     if g.throughput is None:
         status = g.bad[0].status if g.bad else "no data"
         return head + [status] + ["—"] * (len(headers(kind)) - 4)
+    t = f.over_time
     if kind == "overload":
-        died = f"{f.server_died_at_s:.1f} s" if f.server_died_at_s is not None else "—"
-        return head + [fmt_num(f.peak_ok_rps), f.verdict or "—", f.verdict_reason or "—", fmt_us(f.p90_at_peak_us),
-                       fmt_us(f.p90_end_us), fmt_num(f.timeouts), fmt_num(f.rss_peak_mib, 0), died,
-                       fmt_num(f.others_cpu_percent)]
-    rate = fmt_num(f.rps_median) + (" (did not hold)" if f.held is False else "")
-    return head + [fmt_us(f.worst_second_p99_us), fmt_us(f.second_p99_spread_us), fmt_us(f.median_second_p99_us),
-                   fmt_us(f.p99_us), fmt_num(f.timeouts), rate,
-                   f"{_mib(g.median(lambda m: m.over_time.rss_start_bytes))} → {_mib(g.median(lambda m: m.over_time.rss_end_bytes))}",
-                   fmt_num(f.others_cpu_percent)]
+        died = f"{t.server_died_at_s:.1f} s" if t.server_died_at_s is not None else "—"
+        return head + [fmt_num(t.peak_ok_rps), t.verdict or "—", t.verdict_reason or "—", fmt_us(t.p90_at_peak_us),
+                       fmt_us(t.p90_end_us), fmt_num(f.counts.timeouts), fmt_num(f.usage.rss_peak_mib, 0), died,
+                       fmt_num(t.others_cpu_percent)]
+    rate = fmt_num(f.rate.rps_median) + (" (did not hold)" if f.standing.held is False else "")
+    rss_start, rss_end = g.median(lambda m: m.over_time.rss_start_bytes), g.median(lambda m: m.over_time.rss_end_bytes)
+    return head + [fmt_us(t.worst_second_p99_us), fmt_us(t.second_p99_spread_us), fmt_us(t.median_second_p99_us),
+                   fmt_us(f.latency.p99_us), fmt_num(f.counts.timeouts), rate, f"{_mib(rss_start)} → {_mib(rss_end)}",
+                   fmt_num(t.others_cpu_percent)]
 
 
 def memory_note(wl: WorkloadData) -> str:

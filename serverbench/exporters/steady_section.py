@@ -41,7 +41,7 @@ def rows(results: RunResults) -> list[SteadyRow]:
             out = [SteadyRow(wl.name, pt.label, g, _rates(g)) for g in pt.groups
                    if any(c.metrics.warmup.warmup_steady is not None for c in g.ok)]
             if out:
-                return sorted(out, key=lambda r: (r.group.figures.steady_s is None, r.group.figures.steady_s or 0,
+                return sorted(out, key=lambda r: (r.group.figures.warmup.steady_s is None, r.group.figures.warmup.steady_s or 0,
                                                   r.server))
     return []
 
@@ -55,10 +55,10 @@ def cells(r: SteadyRow) -> list[str]:
     f = r.group.figures
     warmed = sum(1 for c in r.group.ok if c.metrics.warmup.warmup_steady is not None)
     steady_rate = sum(r.rates[-WINDOW:]) / len(r.rates[-WINDOW:]) if r.rates else None
-    return [r.server, r.group.model, "—" if f.steady_s is None else f"{f.steady_s:g}",
-            "—" if f.first_second_share is None else f"{f.first_second_share:.0%}",
+    return [r.server, r.group.model, "—" if f.warmup.steady_s is None else f"{f.warmup.steady_s:g}",
+            "—" if f.warmup.first_second_share is None else f"{f.warmup.first_second_share:.0%}",
             "—" if steady_rate is None else f"{steady_rate:,.0f}",
-            f"{f.not_steady} (max {f.warmup_max_s:g} s)" if f.not_steady else "0", str(warmed)]
+            f"{f.warmup.not_steady} (max {f.warmup.warmup_max_s:g} s)" if f.warmup.not_steady else "0", str(warmed)]
 
 
 def title(rs: list[SteadyRow]) -> str:

@@ -1,4 +1,4 @@
-"""CSV exporter: one row per group; the columns are GroupFigures' fields, in their order."""
+"""CSV exporter: one row per group; the columns are GroupFigures' figures (flat), in their order."""
 from __future__ import annotations
 
 import csv
@@ -7,7 +7,7 @@ from typing import Any
 
 from ..results.aggregate import GroupFigures, RunResults
 
-COLUMNS: list[str] = list(GroupFigures.model_fields)
+COLUMNS: list[str] = GroupFigures.flat_keys()
 
 
 def _cell(v: Any) -> Any:

@@ -99,9 +99,9 @@ def cpu_per_request_table(groups: list[Group]) -> str:
     rows = []
     for g in groups:
         f = g.figures
-        rows.append([_srv(g), fmt_num(f.cpu_us_per_request, 1), fmt_num(f.cpu_user_us_per_request, 1),
-                     fmt_num(f.cpu_sys_us_per_request, 1), fmt_num(f.ctx_switches_per_request, 2),
-                     fmt_num(f.rss_per_connection_bytes / 1024 if f.rss_per_connection_bytes else None, 1)])
+        rows.append([_srv(g), fmt_num(f.usage.cpu_us_per_request, 1), fmt_num(f.usage.cpu_user_us_per_request, 1),
+                     fmt_num(f.usage.cpu_sys_us_per_request, 1), fmt_num(f.usage.ctx_switches_per_request, 2),
+                     fmt_num(f.usage.rss_per_connection_bytes / 1024 if f.usage.rss_per_connection_bytes else None, 1)])
     return table(["server", "CPU µs/request", "user µs", "sys µs", "context switches/request",
                   "peak RSS per connection KiB"], rows)
 
@@ -117,7 +117,8 @@ def resources_table(groups: list[Group]) -> str:
     for g in groups:
         rm = g.median(lambda m: m.usage.rss_mean_bytes)
         client = g.median(lambda m: m.client.client_cpu_percent)
-        rows.append([_srv(g), fmt_cpu(g), fmt_num(g.median(lambda m: m.usage.cpu_user_s), 2), fmt_num(g.median(lambda m: m.usage.cpu_sys_s), 2),
+        rows.append([_srv(g), fmt_cpu(g), fmt_num(g.median(lambda m: m.usage.cpu_user_s), 2),
+                     fmt_num(g.median(lambda m: m.usage.cpu_sys_s), 2),
                      fmt_num(g.rss_peak_mib, 1), fmt_num(rm / 2**20 if rm is not None else None, 1),
                      fmt_num(g.median(lambda m: m.usage.threads_peak)),
                      (fmt_num(client, 0) + " %" if client is not None else "—")

@@ -36,10 +36,10 @@ def columns(kind: str) -> list[str]:
 def served_cell(g: Group) -> str:
     """Connections that completed a request of those held (median repetition), Jain's index, unfair."""
     f = g.figures
-    if f.slots is None:
+    if f.fairness.slots is None:
         return "—"
-    jain = f", Jain {f.jain:.2f}" if f.jain is not None else ""
-    return f"{f.slots_served:,} of {f.slots:,}{jain}" + (" — unfair" if f.unfair else "")
+    jain = f", Jain {f.fairness.jain:.2f}" if f.fairness.jain is not None else ""
+    return f"{f.fairness.slots_served:,} of {f.fairness.slots:,}{jain}" + (" — unfair" if f.fairness.unfair else "")
 
 
 def projected_cell(g: Group) -> str:

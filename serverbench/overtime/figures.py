@@ -9,9 +9,28 @@ from collections.abc import Callable
 from typing import Any
 
 from . import overload
-from ..model import CellMetrics, CellRecord
+from ..model import CellMetrics, CellRecord, FigureGroup
 
-# GroupFigures fields filled here: the median over repetitions of the CellMetrics figure of the same name
+
+class GroupOverTime(FigureGroup):
+    """A group's behaviour over time (GroupFigures.over_time): the overload verdict across repetitions,
+    medians of the cells' over-time figures, the earliest death, the memory limits' methods."""
+
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    peak_ok_rps: float | None = None
+    p90_at_peak_us: float | None = None
+    p90_end_us: float | None = None
+    failed_share_after_peak: float | None = None
+    worst_second_p99_us: float | None = None
+    median_second_p99_us: float | None = None
+    second_p99_spread_us: float | None = None
+    server_died_at_s: float | None = None
+    memory_limit_method: str | None = None
+    others_cpu_percent: float | None = None
+
+
+# GroupOverTime's figures that are the median over repetitions of the CellMetrics figure of the same name
 MEDIANS: dict[str, Callable[[CellMetrics], Any]] = {
     "peak_ok_rps": lambda m: m.overload.peak_ok_rps, "p90_at_peak_us": lambda m: m.overload.p90_at_peak_us,
     "p90_end_us": lambda m: m.overload.p90_end_us,
@@ -30,18 +49,19 @@ def _median(cells: list[CellRecord], pick: Callable[[CellMetrics], Any]) -> floa
     return statistics.median(vs) if vs else None
 
 
-def figures(cells: list[CellRecord]) -> dict[str, Any]:
-    """The over-time GroupFigures fields of a group's measured cells."""
+def figures(cells: list[CellRecord]) -> GroupOverTime:
+    """The over-time figures of a group's measured cells."""
     verdicts = [c.metrics.overload.overload_verdict for c in cells if c.metrics.overload.overload_verdict]
     verdict = overload.combine(verdicts)
     # the reason of a repetition that had the combined verdict
-    reason = next((c.metrics.overload.overload_reason for c in cells if c.metrics.overload.overload_verdict == verdict), None)
+    reason = next((c.metrics.overload.overload_reason for c in cells
+                   if c.metrics.overload.overload_verdict == verdict), None)
     if verdict and len(set(verdicts)) > 1:
         reason = f"{reason} (repetitions: {', '.join(verdicts)})"
     died = [c.metrics.over_time.server_died_at_s for c in cells if c.metrics.over_time.server_died_at_s is not None]
     methods = sorted({c.metrics.memory.memory_limit_method for c in cells if c.metrics.memory.memory_limit_method})
-    return {"verdict": verdict, "verdict_reason": reason, **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
-            "server_died_at_s": min(died) if died else None, "memory_limit_method": ", ".join(methods) or None}
+    return GroupOverTime(verdict=verdict, verdict_reason=reason, **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
+                         server_died_at_s=min(died) if died else None, memory_limit_method=", ".join(methods) or None)
 
 
 def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
@@ -73,4 +93,4 @@ def crash_warnings(cells: list[CellRecord]) -> list[str]:
     return out
 
 
-__all__ = ["figures", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]
+__all__ = ["GroupOverTime", "figures", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]

@@ -3,7 +3,7 @@ and verdicts. Every output (console, HTML, Markdown, CSV, JSON, compare) reads w
 out and recomputes nothing.
 
 aggregate.py        `load(store, run_id) -> (RunRow, RunResults)`: groups, points, workloads
-group_figures.py    `GroupFigures`, the flat figures of one group (a CSV row, a JSON object)
+group_figures.py    `GroupFigures`, the figures of one group by concern, shown flat (a CSV row, a JSON object)
 group_warnings.py   the warnings of one group ("warnings are data")
 ranking.py          the order of a point's groups and the "at a glance" verdict, by kind
 stats.py            summary figures, the median's interval, noise and outlier rules, `judge`

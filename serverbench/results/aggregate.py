@@ -123,7 +123,7 @@ class Group:
 
     @property
     def interval(self) -> dict[str, Any]:
-        """The GroupFigures fields of the ranked figure's interval and the point's judgement."""
+        """The Rate figures of the ranked figure's interval and the point's judgement, by name."""
         st = ranking.figure_stats(self, self.kind)
         ci = {"ci_low": st.ci_low, "ci_high": st.ci_high, "ci_level": st.ci_level} if st and st.n > 1 else {}
         return {**ci, "tied_with_leader": self.tied_with_leader, "client_bound_group": self.client_bound_group}
@@ -226,7 +226,8 @@ class Group:
     def served_text(self) -> str:
         """"served 64 of 400 connections" (medians over the repetitions)."""
         f = fairness.figures(self.ok)
-        return fairness.served_text(f.get("slots", 0), f.get("slots_served", 0)) if f else "was not judged for fairness"
+        return (fairness.served_text(f.slots, f.slots_served or 0) if f.slots is not None
+                else "was not judged for fairness")
 
     @property
     def rss_per_connection_bytes(self) -> float | None:

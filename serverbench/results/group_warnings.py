@@ -63,9 +63,9 @@ def judge(g: Any) -> list[Caveat]:
                                        "saturated at the step that failed")
     if g.unfair:
         f = fairness.figures(g.ok)
-        add("unfair", "error", f"unfair — {fairness.served_text(f['slots'], f['slots_served'])}; more than "
+        add("unfair", "error", f"unfair — {fairness.served_text(f.slots or 0, f.slots_served or 0)}; more than "
                                f"{fairness.UNFAIR_SHARE:.0%} of them waited longer than the request timeout (the longest "
-                               f"{f['longest_wait_ms'] / 1000:.1f} s): ranked after the fair rows")
+                               f"{(f.longest_wait_ms or 0) / 1000:.1f} s): ranked after the fair rows")
     bound, conns = g.bound, g.connections
     if bound and conns and bound < conns:
         add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")

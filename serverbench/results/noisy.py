@@ -10,6 +10,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import FigureGroup
+
 DOWN_RATE = 0.10  # served under 10 % of its quiet rate: the legitimate traffic is not being served
 STARVED_RATE = 0.90  # under 90 %: some of the fixed demand went unserved or failed
 SLOWED_P99 = 2.0  # the p99 at least doubled …
@@ -105,7 +107,7 @@ def twin_of(g: Any) -> str | None:
 
 def counters(cells: list[Any]) -> dict[str, float | None]:
     """Medians over the repetitions of what the noise did: connections held at the peak, answers by
-    class and how the server ended them (flat GroupFigures fields)."""
+    class and how the server ended them (GroupNoise's figures of the same names)."""
     noise = [c.metrics.noisy.noise for c in cells if c.metrics.noisy.noise]
 
     def med(get: Any) -> float | None:
@@ -121,12 +123,31 @@ def counters(cells: list[Any]) -> dict[str, float | None]:
     return out
 
 
-def figures(g: Any) -> dict[str, Any]:
-    """The flat noisy figures of one group (empty values outside a noisy workload)."""
+class GroupNoise(FigureGroup):
+    """A noisy group's figures (GroupFigures.noise): the noise shape, its quiet twin, the ratios to it and
+    the verdict; what the noise did (medians over the repetitions of loadgen's noise counters)."""
+
+    noise_shape: str | None = None
+    noise_twin: str | None = None
+    noise_p99_ratio: float | None = None
+    noise_rate_ratio: float | None = None
+    noise_verdict: str | None = None
+    noise_twin_held: bool | None = None  # False: the quiet twin itself did not hold the rate
+    noise_held_peak: float | None = None
+    noise_opened: float | None = None
+    noise_4xx: float | None = None
+    noise_closed: float | None = None
+    noise_reset: float | None = None
+    noise_timeout: float | None = None
+    noise_open_at_end: float | None = None
+
+
+def figures(g: Any) -> GroupNoise:
+    """The noisy figures of one group (all None outside a noisy workload)."""
     e: NoiseEffect | None = getattr(g, "noise_effect", None)
     if e is None and shape_of(g) is None:
-        return {}
-    return {"noise_shape": e.shape if e else shape_of(g), "noise_twin": e.twin if e else twin_of(g),
-            "noise_p99_ratio": e.p99_ratio if e else None, "noise_rate_ratio": e.rate_ratio if e else None,
-            "noise_verdict": e.verdict if e else None, "noise_twin_held": e.twin_held if e else None,
-            **counters(g.ok)}
+        return GroupNoise()
+    return GroupNoise(noise_shape=e.shape if e else shape_of(g), noise_twin=e.twin if e else twin_of(g),
+                      noise_p99_ratio=e.p99_ratio if e else None, noise_rate_ratio=e.rate_ratio if e else None,
+                      noise_verdict=e.verdict if e else None, noise_twin_held=e.twin_held if e else None,
+                      **counters(g.ok))

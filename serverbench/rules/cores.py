@@ -10,9 +10,7 @@ the load generator's (one machine too small to give each side its own) is stored
 """
 from __future__ import annotations
 
-from typing import Any
-
-from ..model import CellRecord
+from ..model import CellRecord, FigureGroup
 from ..catalog.workloads import Point
 
 SWEEP = "sweep"
@@ -42,11 +40,17 @@ def expand(points: list[Point], n_cpus: int) -> list[Point]:
     return out
 
 
-def figures(cells: list[CellRecord]) -> dict[str, Any]:
-    """The cores GroupFigures fields of a group's measured cells: its core count and whether any
-    repetition shared CPUs with the load generator."""
+class GroupCores(FigureGroup):
+    """A group's cores-sweep figures (GroupFigures.cores)."""
+
+    server_cores: int | None = None  # the point's server CPU count
+    cpu_overlap: bool = False  # whether the load generator shared those CPUs (a flagged figure)
+
+
+def figures(cells: list[CellRecord]) -> GroupCores:
+    """A group's core count and whether any repetition shared CPUs with the load generator."""
     ks = sorted({c.metrics.setup.server_cores for c in cells if c.metrics.setup.server_cores is not None})
-    return {"server_cores": ks[-1] if ks else None, "cpu_overlap": any(c.metrics.setup.cpu_overlap for c in cells)}
+    return GroupCores(server_cores=ks[-1] if ks else None, cpu_overlap=any(c.metrics.setup.cpu_overlap for c in cells))
 
 
 def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -67,4 +71,4 @@ def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> 
         f"a clean {m.setup.server_cores}-core result, so the scaling table does not rank by it")]
 
 
-__all__ = ["SWEEP", "counts", "expand", "figures", "warnings"]
+__all__ = ["GroupCores", "SWEEP", "counts", "expand", "figures", "warnings"]

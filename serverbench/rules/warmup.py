@@ -16,7 +16,7 @@ is many times that noise; comparing two 3-second means tells "still rising" from
 or until the size's `steady_max` (quick 20 s, full 60 s by default) has passed; then the cell is
 `not steady` (flagged in every output, ranked after the steady rows). Later points of the same start
 are warmed briefly (the size's `warmup`). The rates, the time to steady and the first second's
-share of the steady rate are stored with the cell (`CellMetrics.warmup_*`).
+share of the steady rate are stored with the cell (`CellMetrics.warmup`: `Warmup.cell_figures`).
 
 This module imports only the results model and the statistics (the aggregation reads `figures`).
 """
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..model import WarmupFigures
+from ..model import FigureGroup, WarmupFigures
 
 WINDOW = 3
 TOLERANCE = 0.03
@@ -116,15 +116,24 @@ def not_steady(cells: list[Any]) -> int:
     return sum(1 for c in _cells_warmed(cells) if c.metrics.warmup.warmup_steady is False)
 
 
-def figures(cells: list[Any]) -> dict[str, Any]:
-    """GroupFigures fields: medians over the repetitions that were warmed to steady state."""
+class GroupWarmup(FigureGroup):
+    """A group's warm-up (GroupFigures.warmup): medians over the repetitions warmed to steady state."""
+
+    steady_s: float | None = None
+    first_second_share: float | None = None
+    not_steady: int = 0
+    warmup_max_s: float | None = None
+
+
+def figures(cells: list[Any]) -> GroupWarmup:
+    """Medians over the repetitions that were warmed to steady state, and how many were not steady."""
     warmed = _cells_warmed(cells)
     steady_s = [c.metrics.warmup.warmup_steady_s for c in warmed if c.metrics.warmup.warmup_steady_s is not None]
     shares = [c.metrics.warmup.warmup_first_share for c in warmed if c.metrics.warmup.warmup_first_share is not None]
-    return {"steady_s": statistics.median(steady_s) if steady_s else None,
-            "first_second_share": statistics.median(shares) if shares else None,
-            "not_steady": not_steady(cells),
-            "warmup_max_s": max((c.metrics.warmup.warmup_max_s or 0 for c in warmed), default=None) or None}
+    return GroupWarmup(steady_s=statistics.median(steady_s) if steady_s else None,
+                       first_second_share=statistics.median(shares) if shares else None,
+                       not_steady=not_steady(cells),
+                       warmup_max_s=max((c.metrics.warmup.warmup_max_s or 0 for c in warmed), default=None) or None)
 
 
 def warnings(cells: list[Any]) -> list[tuple[str, str, str]]:
@@ -143,5 +152,5 @@ def curve(cell: Any) -> list[float]:
     return list(cell.metrics.warmup.warmup_rates or [])
 
 
-__all__ = ["WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures", "warnings",
+__all__ = ["GroupWarmup", "WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures", "warnings",
            "not_steady", "curve"]

@@ -2,7 +2,7 @@
 
 measure.py      the measuring core every path shares (runner, cross-check, `--split auto`): the sampling
                 interval, the admission gate, the repetition order, the warm-up, a server sampled while
-                a load runs, the CellMetrics fields of what was measured
+                a load runs, the CellMetrics records of what was measured
 runner.py       the matrix: server starts, points, resume, one cell per rep, through measure.py
 fixed_rate.py   the fixed-rate step: a client-bound block measured again at one common rate
 capacity.py     capacity points: step the rate up, bisect the bracket

@@ -5,7 +5,7 @@ Here, once: the sampling interval; the admission gate (whether a row may be meas
 which workload and tool); the order of repetitions; the warm-up (to steady state before a start's
 first point, brief before a later one); sampling a `Server` (processes/server.py: a local process,
 a `--target`, a server on the cluster) while a load runs, with the harness's own CPU; and the
-CellMetrics fields built from what was measured. A load is one loadgen process, Dask shards
+CellMetrics records built from what was measured. A load is one loadgen process, Dask shards
 (cluster/load_cluster.py) or a peer tool (crosscheck/execute.py); each says what its client used
 (`Load`), judged by the one client-bound rule (saturation.py).
 """
