@@ -591,6 +591,7 @@ class CellRecord:
 
 __all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
            "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
-           "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat", "FigureGroup",
+           "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat",
+           "FigureGroup",
            "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
            "ServerProfile", "RssLevel"]

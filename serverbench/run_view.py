@@ -59,7 +59,8 @@ def cell_line(cell: Any) -> str:
     if cell.status == "ok":
         m = cell.metrics
         lat = f"p99 {m.latency.p99_us / 1000:.2f} ms" if m.latency.p99_us is not None else ""
-        rate = (f"capacity {m.capacity.capacity_rps:,.0f} rps" if m.capacity.capacity_rps is not None else f"{(m.counts.rps or 0):,.0f} rps")
+        rate = (f"capacity {m.capacity.capacity_rps:,.0f} rps" if m.capacity.capacity_rps is not None
+                else f"{(m.counts.rps or 0):,.0f} rps")
         warn = "  [yellow]client saturated[/]" if m.client.client_saturated else ""
         errs = f"  [yellow]{m.counts.errors} errors[/]" if m.counts.errors else ""
         return f"[green]✓[/] {tag}: {rate}  {lat}{errs}{warn}{warmup_note(m)}"

@@ -35,7 +35,8 @@ def _twin_group(wl: Any, server: str) -> Any | None:
 
 
 def _by_shape(wl: Any) -> dict[tuple[str, str], Any]:
-    return {(g.server, g.figures.noise.noise_shape): g for pt in wl.points for g in pt.groups if g.figures.noise.noise_shape}
+    return {(g.server, g.figures.noise.noise_shape): g for pt in wl.points for g in pt.groups
+            if g.figures.noise.noise_shape}
 
 
 def rules() -> list[str]:
@@ -118,7 +119,8 @@ def verdict_counts(wl: Any) -> str:
     by = _by_shape(wl)
     parts = []
     for shape in shapes(wl):
-        got = [g.figures.noise.noise_verdict for (s, sh), g in by.items() if sh == shape and g.figures.noise.noise_verdict]
+        got = [g.figures.noise.noise_verdict for (s, sh), g in by.items()
+               if sh == shape and g.figures.noise.noise_verdict]
         counts = ", ".join(f"{got.count(v)} {v}" for v, _ in RULES if got.count(v))
         parts.append(f"{shape}: {counts or 'not judged'}")
     return "; ".join(parts)

@@ -64,9 +64,10 @@ def memory_note(wl: WorkloadData) -> str:
     methods = sorted({c.metrics.memory.memory_limit_method or "?" for c in limited})
     how = " and ".join(methods)
     # a watchdog's detail says why cgroup v2 was not used (a cgroup's is only its path)
-    details = sorted({c.metrics.memory.memory_limit_detail for c in limited
-                      if c.metrics.memory.memory_limit_detail and c.metrics.memory.memory_limit_method == "rss-watchdog"})
-    text = f"Memory limit per server process tree: {(m.memory.memory_limit_bytes or 0) / 2**20:,.0f} MiB, enforced by {how}"
+    details = sorted({c.metrics.memory.memory_limit_detail for c in limited if c.metrics.memory.memory_limit_detail
+                      and c.metrics.memory.memory_limit_method == "rss-watchdog"})
+    limit_mib = (m.memory.memory_limit_bytes or 0) / 2**20
+    text = f"Memory limit per server process tree: {limit_mib:,.0f} MiB, enforced by {how}"
     if "rss-watchdog" in methods:
         text += (" (the tree's RSS summed 5 times a second while a measured run is sampled; SIGKILL of the "
                  "whole tree the first time it passes the limit)")

@@ -40,7 +40,8 @@ def describe(run: Any, results: RunResults) -> str:
     if opts.get("target"):
         server = f"server at {opts['target']}, not started by serverbench (no server CPU or memory figures)"
     elif opts.get("server_on_cluster"):
-        hosts = sorted({c.metrics.client.server_host for g in results.groups for c in g.ok if c.metrics.client.server_host})
+        hosts = sorted({c.metrics.client.server_host for g in results.groups for c in g.ok
+                        if c.metrics.client.server_host})
         where = "this machine" if local else ", ".join(hosts) or "?"
         server = f"server on the Dask worker with the resource server ({where}), CPU {cpus(fp.get('server_cpus'))}"
     else:

@@ -41,8 +41,8 @@ def rows(results: RunResults) -> list[SteadyRow]:
             out = [SteadyRow(wl.name, pt.label, g, _rates(g)) for g in pt.groups
                    if any(c.metrics.warmup.warmup_steady is not None for c in g.ok)]
             if out:
-                return sorted(out, key=lambda r: (r.group.figures.warmup.steady_s is None, r.group.figures.warmup.steady_s or 0,
-                                                  r.server))
+                return sorted(out, key=lambda r: (r.group.figures.warmup.steady_s is None,
+                                                  r.group.figures.warmup.steady_s or 0, r.server))
     return []
 
 

@@ -133,7 +133,8 @@ def errors_table(groups: list[Group]) -> str:
         classes = {k: v for k, v in g.error_classes.items() if v}
         rows.append([_srv(g), fmt_num(g.total(lambda m: m.counts.requests)), fmt_num(g.errors), fmt_num(g.timeouts),
                      esc(", ".join(f"{k} {v:,}" for k, v in sorted(classes.items())) or "—"),
-                     fmt_num(g.total(lambda m: m.offered.missed_sends)), fmt_num(g.total(lambda m: m.offered.unanswered))])
+                     fmt_num(g.total(lambda m: m.offered.missed_sends)),
+                     fmt_num(g.total(lambda m: m.offered.unanswered))])
     return table(["server", "requests", "errors", "timeouts", "by class", "missed sends",
                   "unanswered at end"], rows)
 

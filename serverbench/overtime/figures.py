@@ -60,7 +60,8 @@ def figures(cells: list[CellRecord]) -> GroupOverTime:
         reason = f"{reason} (repetitions: {', '.join(verdicts)})"
     died = [c.metrics.over_time.server_died_at_s for c in cells if c.metrics.over_time.server_died_at_s is not None]
     methods = sorted({c.metrics.memory.memory_limit_method for c in cells if c.metrics.memory.memory_limit_method})
-    return GroupOverTime(verdict=verdict, verdict_reason=reason, **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
+    return GroupOverTime(verdict=verdict, verdict_reason=reason,
+                         **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
                          server_died_at_s=min(died) if died else None, memory_limit_method=", ".join(methods) or None)
 
 

@@ -37,6 +37,10 @@ RSS_PER_CONNECTION_MIN = 100  # RSS per connection is only meaningful with many 
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "status", "malformed")
 # One figure of a cell, read through its typed record (`lambda m: m.usage.cpu_percent`).
 Pick = Callable[[CellMetrics], Any]
+# Each PCTS percentile in a cell's latency: the per-repetition fallback when histograms are missing.
+LATENCY_PICKS: dict[str, Pick] = {"p50": lambda m: m.latency.p50_us, "p90": lambda m: m.latency.p90_us,
+                                  "p99": lambda m: m.latency.p99_us, "p999": lambda m: m.latency.p999_us,
+                                  "p9999": lambda m: m.latency.p9999_us}
 
 
 def point_key(label: str) -> tuple:
@@ -264,7 +268,7 @@ class Group:
             out: dict[str, float | None] = {k: at[p] for k, p in PCTS.items()}
             out["max"] = float(h.get_max_value())
             return out
-        out = {k: self.median(lambda m, k=k: getattr(m.latency, f"{k}_us")) for k in PCTS}
+        out = {k: self.median(LATENCY_PICKS[k]) for k in PCTS}
         out["max"] = max(self.values(lambda m: m.latency.max_us), default=None)
         return out
 

@@ -123,8 +123,8 @@ def _row(cells: list[CellRecord]) -> ToolRow:
         and c.metrics.client.client_cpu_percent is not None)
     if row.reported_rps is not None and row.server_counted_rps:
         row.ratio = row.reported_rps / row.server_counted_rps
-    row.requests = sum(c.metrics.counts.requests or 0 for c in ok) if any(c.metrics.counts.requests is not None for c in ok) \
-        else None
+    requests = [c.metrics.counts.requests for c in ok if c.metrics.counts.requests is not None]
+    row.requests = sum(requests) if requests else None
     row.server_counted = sum(t.server_counted or 0 for t in tools if t)
     row.p50_us = _median(c.metrics.latency.p50_us for c in ok)
     row.p99_us = _median(c.metrics.latency.p99_us for c in ok)

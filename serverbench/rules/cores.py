@@ -61,7 +61,7 @@ def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> 
         return over_time
     m = shared[0].metrics
     on = ",".join(str(x) for x in m.setup.server_cpu_list or []) or "?"
-    others = sorted(c.metrics.over_time.others_cpu_percent for c in shared if c.metrics.over_time.others_cpu_percent is not None)
+    others = sorted(o for c in shared if (o := c.metrics.over_time.others_cpu_percent) is not None)
     busy = (f", where other processes (the load generator among them) used {others[len(others) // 2]:.0f} % "
             "(100 = one CPU)") if others else ""
     return [w for w in over_time if w[0] != "shared-cpu"] + [(

@@ -152,5 +152,5 @@ def curve(cell: Any) -> list[float]:
     return list(cell.metrics.warmup.warmup_rates or [])
 
 
-__all__ = ["GroupWarmup", "WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures", "warnings",
-           "not_steady", "curve"]
+__all__ = ["GroupWarmup", "WINDOW", "TOLERANCE", "is_steady", "Warmup", "warm_to_steady", "brief", "figures",
+           "warnings", "not_steady", "curve"]
