@@ -34,10 +34,10 @@ def _measure(store: Any, opts: Any, **kw: Any) -> Any:
     aggregation's own rule for what a block is."""
     from .run_view import RunView
     from .run.runner import run_matrix
-    from .results.aggregate import client_bound_blocks
+    from .results.aggregate import fixed_rate_plans
     view = RunView(console)
     try:
-        result = run_matrix(store, opts, on_event=view, order_blocks=client_bound_blocks, **kw)
+        result = run_matrix(store, opts, on_event=view, order_blocks=fixed_rate_plans, **kw)
     except KeyboardInterrupt:
         raise
     except Exception as e:

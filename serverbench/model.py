@@ -439,16 +439,16 @@ class CellMetrics(Flat):
 
 # -- what a run was asked for --------------------------------------------------------------------
 DEFAULT_REPEAT = 3
-# The fixed-rate step (run/fixed_rate.py) measures a client-bound block again at this share of its lowest
-# median: below the client's ceiling with room for its noise (the block's members differ by a few % at
-# most), high enough that the servers work near their measured rate.
+# The fixed-rate step (run/fixed_rate.py) measures a client-bound block or a top tie again at this share of
+# its lowest median: below the client's ceiling and every member's own rate with room for their noise,
+# high enough that the servers work near their measured rate.
 FIXED_RATE_SHARE = 0.8
 
 
 @dataclass(frozen=True)
 class FixedRatePlan:
-    """One client-bound block to order: its point, its rows, and the common rate (req/s). The
-    aggregation decides it (results/aggregate.client_bound_blocks), the runner measures it."""
+    """One client-bound block or top tie to order: its point, its rows, and the common rate (req/s). The
+    aggregation decides it (results/aggregate.fixed_rate_plans), the runner measures it."""
 
     workload: str
     point: str

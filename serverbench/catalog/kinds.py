@@ -72,12 +72,13 @@ RANKED_BY: dict[str, tuple[str, str]] = {
               "server did not share a CPU with the load generator is the most of the machine a row could use "
               "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
               "table ranks by requests/s at that count"),
-    # not a workload's kind: the fixed-rate step that orders a throughput point's client-bound block
-    # (run/fixed_rate.py) stores its cells as a point of this kind beside the point it orders
+    # not a workload's kind: the fixed-rate step that orders a throughput point's client-bound block or
+    # top tie (run/fixed_rate.py) stores its cells as a point of this kind beside the point it orders
     "efficiency": ("server CPU per successful request at one common fixed rate, p99 beside it",
-                   "the rows it orders each served more than the load generator could ask on this machine, so "
-                   "their requests/s is the client's figure; at one rate every row holds, what a request costs "
-                   "the server tells them apart, and 1 ÷ that cost projects each one's capacity"),
+                   "requests/s could not order these rows (each served more than the load generator could ask "
+                   "on this machine, or their rates were within the repetitions' noise); at one rate every row "
+                   "holds, what a request costs the server tells them apart, and 1 ÷ that cost projects each "
+                   "one's capacity"),
     "noisy": ("the legitimate traffic's p99 over every due request, then its successful rate, then server CPU "
               "per legitimate request",
               "the legitimate demand is fixed and the same for every row, as in fixed-load; what differs is what "

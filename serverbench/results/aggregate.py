@@ -480,14 +480,15 @@ def _link_efficiency(points: list[PointData]) -> None:
             by_label[of].efficiency = p
 
 
-def client_bound_blocks(cells: list[CellRecord]) -> list[FixedRatePlan]:
+def fixed_rate_plans(cells: list[CellRecord]) -> list[FixedRatePlan]:
     """The fixed-rate step's plan (run/fixed_rate.py), by this aggregation's own rules: every
-    throughput point whose ranking has a client-bound block, its rows, and one common rate,
-    FIXED_RATE_SHARE of the block's lowest median."""
+    throughput point whose top its own figure cannot order (ranking.unordered_top: a client-bound
+    block, or rows tied with the first), those rows, and one common rate, FIXED_RATE_SHARE of their
+    lowest median."""
     out = []
     for wl in collect(0, cells, {}).workloads:
         for pt in wl.points:
-            block = ranking.client_block(pt.groups, pt.kind) if pt.kind == "throughput" else []
+            block = ranking.unordered_top(pt.groups, pt.kind) if pt.kind == "throughput" else []
             if block:
                 floor = min(g.throughput.median for g in block if g.throughput is not None)
                 out.append(FixedRatePlan(wl.name, pt.label, tuple(sorted(g.server for g in block)),
@@ -508,5 +509,5 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     return run, results
 
 
-__all__ = ["client_bound_blocks", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Caveat", "collect", "load",
+__all__ = ["fixed_rate_plans", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Caveat", "collect", "load",
            "merge_histograms", "hist_percentiles", "point_key", "PCTS", "workload_facts"]

@@ -4,7 +4,7 @@ measure.py      the measuring core every path shares (runner, cross-check, `--sp
                 interval, the admission gate, the repetition order, the warm-up, a server sampled while
                 a load runs, the CellMetrics records of what was measured
 runner.py       the matrix: server starts, points, resume, one cell per rep, through measure.py
-fixed_rate.py   the fixed-rate step: a client-bound block measured again at one common rate
+fixed_rate.py   the fixed-rate step: a client-bound block or a tie at the top measured again at one common rate
 capacity.py     capacity points: step the rate up, bisect the bracket
 split.py        `--split auto`: the server/client CPU split from a short calibration
 fingerprint.py  the environment a run was measured in, stored with it

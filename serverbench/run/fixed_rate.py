@@ -1,4 +1,4 @@
-"""The fixed-rate step: an order inside a client-bound block that does not depend on the client.
+"""The fixed-rate step: an order for the top rows that requests/s cannot order, independent of the client.
 
 On a 1:1 split the load generator costs about what the best servers cost per request (both are mostly
 the kernel's loopback path), so several rows of a throughput point saturate the client and their
@@ -10,11 +10,13 @@ member's median, the same for every member, open load on the point's own path wi
 the pool, each start warmed to a steady rate as usual. Its cells are a point of kind `efficiency`
 (labelled "<point> at a fixed rate", `fixed_rate_of` = the point's label), ranked by server CPU per
 successful request; the block's verdict reads that order (HttpArena ranks efficiency the same way:
-a fixed rate, server CPU per request).
+a fixed rate, server CPU per request). Where no block forms but rows are tied with the first within
+the repetitions' noise, those rows are measured and ordered the same way (ranking.unordered_top): a
+tie by requests/s can still differ by the CPU each request costs.
 
 The step runs inside the run (resumable like every cell: stored cells are skipped), so `make bench`
 and `serverbench run` give the same answer. Which rows form a block is the aggregation's rule, so the
-CLI hands the runner a `BlockFinder` (results/aggregate.client_bound_blocks); run/ imports nothing
+CLI hands the runner a `BlockFinder` (results/aggregate.fixed_rate_plans); run/ imports nothing
 from results/.
 """
 from __future__ import annotations

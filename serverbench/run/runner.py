@@ -328,7 +328,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     The run ends 'finished' only when the plan completed; Ctrl-C (KeyboardInterrupt) abandons
     the cell in flight and ends it 'interrupted'; any other exception ends it 'failed' with the
     error stored, then propagates. `order_blocks` (the aggregation's rule, handed in by the CLI) names
-    the client-bound blocks the plan left; each is measured again at one fixed rate (fixed_rate.py).
+    the client-bound blocks and top ties the plan left; each is measured again at one fixed rate (fixed_rate.py).
     Cells already stored are kept in every case; servers are
     stopped by the supervisor's context manager."""
     if resume is not None:

@@ -1,0 +1,67 @@
+"""The fixed-rate step also orders a tie at the top: rows whose requests/s are within the repetitions'
+noise of the first row (no client-bound block) are measured again at one common rate and told apart
+by server CPU per request."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from serverbench.model import CellRecord
+from serverbench.results import aggregate
+from serverbench.store import Store
+
+N = 600_000
+
+
+def _cell(server: str, rep: int, point: str = "c=400", **m) -> CellRecord:
+    return CellRecord(server, "w", point, rep, "ok", metrics=m)
+
+
+def _closed(server: str, rep: int, rps: float, **extra) -> CellRecord:
+    return _cell(server, rep, kind="throughput", rps=rps, requests=N, ok=N, errors=0, client_saturated=False,
+                 warmup_steady=True, **extra)
+
+
+def _store(tmp_path: Path, rates: dict[str, list[float]], cpu: dict[str, list[float]] | None = None) -> tuple:
+    store = Store(tmp_path / "t.db")
+    rid = store.new_run({}, {})
+    for rep in (1, 2, 3):
+        for server, rs in rates.items():
+            store.record_cell(rid, _closed(server, rep, rs[rep - 1]))
+            if cpu and server in cpu:
+                us = cpu[server][rep - 1]
+                store.record_cell(rid, _cell(server, rep, point="c=400 at a fixed rate", kind="throughput",
+                                             fixed_rate_of="c=400", target_rate=80_000.0, rps=79_990.0,
+                                             requests=N, ok=N, errors=0, p99_us=900.0,
+                                             cpu_user_s=N * us * 0.5e-6, cpu_sys_s=N * us * 0.5e-6))
+    return store, rid
+
+
+TIED = {"a": [100_000.0, 120_000.0, 110_000.0], "b": [105_000.0, 115_000.0, 100_000.0],
+        "slow": [50_000.0, 51_000.0, 49_000.0]}
+
+
+def test_a_tie_at_the_top_is_planned_for_the_fixed_rate_step(tmp_path: Path) -> None:
+    store, rid = _store(tmp_path, TIED)
+    [plan] = aggregate.fixed_rate_plans(store.cells(rid))
+    assert plan.servers == ("a", "b") and plan.point == "c=400"
+    assert plan.rate == 0.8 * 105_000.0  # FIXED_RATE_SHARE of the lowest median among the tied rows
+
+
+def test_a_first_row_ahead_beyond_noise_plans_nothing(tmp_path: Path) -> None:
+    store, rid = _store(tmp_path, {"a": [200_000.0, 201_000.0, 199_000.0], **{k: TIED[k] for k in ("b", "slow")}})
+    assert aggregate.fixed_rate_plans(store.cells(rid)) == []
+
+
+def test_the_tie_verdict_reads_the_fixed_rate_order(tmp_path: Path) -> None:
+    store, rid = _store(tmp_path, TIED, cpu={"a": [6.0, 6.1, 5.9], "b": [4.0, 4.1, 3.9]})
+    pt = next(p for p in aggregate.load(store, rid)[1].workloads[0].points if p.label == "c=400")
+    v = pt.glance.verdict
+    assert v.startswith("no single leader: ") and "a and b are tied" in v, v
+    assert "at 80,000 req/s each row used" in v and v.index("b 4.00 µs") < v.index("a 6.00"), v
+    assert "b leads beyond that figure's noise" in v and pt.glance.decided
+
+
+def test_a_tie_without_the_step_stays_a_tie(tmp_path: Path) -> None:
+    store, rid = _store(tmp_path, TIED)
+    pt = aggregate.load(store, rid)[1].workloads[0].points[0]
+    assert "are tied" in pt.glance.verdict and "fixed rate" not in pt.glance.verdict and not pt.glance.decided
