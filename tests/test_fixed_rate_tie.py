@@ -65,3 +65,20 @@ def test_a_tie_without_the_step_stays_a_tie(tmp_path: Path) -> None:
     store, rid = _store(tmp_path, TIED)
     pt = aggregate.load(store, rid)[1].workloads[0].points[0]
     assert "are tied" in pt.glance.verdict and "fixed rate" not in pt.glance.verdict and not pt.glance.decided
+
+
+def _noisy_group(tmp_path: Path, cpu_us: list[float]):
+    store = Store(tmp_path / "n.db")
+    rid = store.new_run({}, {})
+    for rep, (rps, us) in enumerate(zip([100_000.0, 130_000.0, 80_000.0], cpu_us), 1):
+        store.record_cell(rid, _closed("row", rep, rps, cpu_user_s=N * us * 0.5e-6, cpu_sys_s=N * us * 0.5e-6))
+    [g] = aggregate.load(store, rid)[1].groups
+    return next(w for w in g.warnings if w.kind == "noisy").text
+
+
+def test_a_noisy_row_says_whether_its_cpu_per_request_moved_with_its_rate(tmp_path: Path) -> None:
+    """The same requests costing more or less CPU (the machine's speed) vs a steady cost per request."""
+    moved = _noisy_group(tmp_path / "a", [10.0, 7.7, 12.5])
+    assert "server CPU per request varied as much (CV" in moved and "bench/machine_noise.py" in moved, moved
+    steady = _noisy_group(tmp_path / "b", [10.0, 10.1, 9.9])
+    assert "server CPU per request was steadier (CV 1.0%)" in steady, steady

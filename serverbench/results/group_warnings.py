@@ -25,6 +25,26 @@ class Caveat:
     text: str
 
 
+# A noisy row whose server CPU per request varied by at least this share of its rate's CV: the same
+# requests cost a different amount of CPU from one repetition to the next. On the 2-core VM that was
+# every noisy row (median CV 11.7 % of the rate, 11.1 % of CPU per request, the server at 90-98 % of its
+# CPU) while fixed cache-bound work alone on the server's CPU varied 6.1 % over 4 s (bench/machine_noise.py).
+SAME_CAUSE = 0.7
+
+
+def _noise_cause(rate_cv: float, cpu: Any) -> str:
+    """What the CPU per request says of a noisy rate: the cost of each request moved with it (the
+    machine's speed), or it stayed put (the rate moved for another reason: the client, CPU time lost)."""
+    if cpu is None or cpu.n < 2:
+        return ""
+    if cpu.cv >= SAME_CAUSE * rate_cv:
+        return (f"; server CPU per request varied as much (CV {cpu.cv:.1%}): the same requests cost a different "
+                "amount of CPU from one repetition to the next, the machine's speed rather than the load "
+                "(bench/machine_noise.py measures it)")
+    return (f"; server CPU per request was steadier (CV {cpu.cv:.1%}): the rate moved for another reason "
+            "than the cost of a request (the client, or CPU time the server did not get)")
+
+
 def judge(g: Any) -> list[Caveat]:
     """The warnings of `g`, an aggregate.Group (typed loosely: aggregate imports this module)."""
     w: list[Caveat] = []
@@ -36,7 +56,8 @@ def judge(g: Any) -> list[Caveat]:
     t = g.throughput
     if t is not None and noisy(t):
         add("noisy", "warning", f"noisy — requests/s varies by CV {t.cv:.1%} across {t.n} repetitions "
-                                f"(> {NOISE_CV:.0%}); treat its place as uncertain")
+                                f"(> {NOISE_CV:.0%}){_noise_cause(t.cv, g.cpu_per_request_stats)}; "
+                                "treat its place as uncertain")
     vals = g.values((lambda m: m.capacity.capacity_rps) if g.is_capacity else (lambda m: m.counts.rps))
     med = statistics.median(vals) if vals else 0.0
     # a modified z-score flags 765 among 774, 775 when the others agree exactly: only report
