@@ -69,8 +69,8 @@ def main() -> None:
     for w in windows:
         cells = [c for rid in range(1, rounds + 1) for c in Store(tmp / f"{w}.db").cells(rid) if c.status == "ok"
                  and not c.metrics.fixed_rate_of]
-        rates = [float(c.metrics.rps or 0) for c in cells]
-        others = [float(c.metrics.others_cpu_percent or 0) for c in cells]
+        rates = [float(c.metrics.counts.rps or 0) for c in cells]
+        others = [float(c.metrics.over_time.others_cpu_percent or 0) for c in cells]
         calm = [r for r, o in zip(rates, others) if o < quiet]
         rho = spearman(rates, others)
         c_all, c_calm = cv(rates), cv(calm)
@@ -80,7 +80,7 @@ def main() -> None:
               + (f"{c_calm:.1%}" if c_calm is not None else "—")
               + f"; rank correlation rate vs other work {rho:+.2f}" if rho is not None else "")
         print("   per repetition (req/s, others % CPU, steady after s): " + ", ".join(
-            f"{r:,.0f}/{o:.0f}/{c.metrics.warmup_steady_s or 0:.0f}" for r, o, c in zip(rates, others, cells)))
+            f"{r:,.0f}/{o:.0f}/{c.metrics.warmup.warmup_steady_s or 0:.0f}" for r, o, c in zip(rates, others, cells)))
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
 
 

@@ -41,18 +41,18 @@ def main() -> None:
         if not part:
             continue
         spans = [(_t(c.finished_at) - _t(c.started_at)).total_seconds() for c in part if c.started_at and c.finished_at]
-        start = sum(c.metrics.server_start_s or 0 for c in part)
-        warm = sum(len(c.metrics.warmup_rates or []) for c in part)
-        load = sum(c.metrics.duration_s or 0 for c in part)
+        start = sum(c.metrics.timing.server_start_s or 0 for c in part)
+        warm = sum(len(c.metrics.warmup.warmup_rates or []) for c in part)
+        load = sum(c.metrics.offered.duration_s or 0 for c in part)
         cell = sum(spans)
         print(f"  {name}: {len(part)} cells, {cell / 60:.1f} min in cells (+ start-ups {start / 60:.1f} min): "
               f"warm-up rounds {warm / 60:.1f} min, measured {load / 60:.1f} min, "
               f"rest {(cell - warm - load) / 60:.1f} min")
     if wall:
         inside = sum((_t(c.finished_at) - _t(c.started_at)).total_seconds() for c in cells
-                     if c.started_at and c.finished_at) + sum(c.metrics.server_start_s or 0 for c in cells)
+                     if c.started_at and c.finished_at) + sum(c.metrics.timing.server_start_s or 0 for c in cells)
         print(f"  between cells (server stops, verdict gate, store): {(wall - inside) / 60:.1f} min")
-    slow = sorted(((len(c.metrics.warmup_rates or []), c.server, c.repetition) for c in cells), reverse=True)[:8]
+    slow = sorted(((len(c.metrics.warmup.warmup_rates or []), c.server, c.repetition) for c in cells), reverse=True)[:8]
     print("  longest warm-ups (s, row, repetition): " + ", ".join(f"{s} {r} r{k}" for s, r, k in slow))
     _, res = aggregate.load(store, rid)
     cvs = [g.rps.cv for g in res.groups if g.rps and g.rps.n > 1 and g.kind == "throughput"]

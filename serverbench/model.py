@@ -412,7 +412,7 @@ class CellMetrics(Flat):
     warmup: WarmupFigures = Field(default_factory=WarmupFigures)
     noisy: NoiseFigures = Field(default_factory=NoiseFigures)
     fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
-                                      "throughput point whose client-bound block this cell helps order")
+                                      "throughput point whose client-bound block or top tie this cell helps order")
     # closed load and sessions: requests completed per connection slot (fairness.py)
     fairness: Fairness | None = Field(None, description="loadgen's per-slot figures: slots, served, Jain's index, "
                                       "longest wait, slots that waited beyond the timeout, slots served per second")
