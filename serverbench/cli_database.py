@@ -30,7 +30,7 @@ def database_cmd(
                                         help="Check an existing PostgreSQL instead of starting one: reachable, "
                                              "TechEmpower's World and Fortune tables and data, "
                                              "pg_stat_statements."),
-    max_connections: int = typer.Option(100, "--max-connections", min=1,
+    max_connections: int = typer.Option(100, "--pg-max-connections", min=1,
                                         help="Postgres' max_connections (the harness's own included)."),
     cpus: Optional[str] = typer.Option(None, "--cpus", help="CPUs Postgres is pinned to, e.g. '0' or '0-1' "
                                                             "(default: all this process may use)."),

@@ -166,7 +166,7 @@ def test_the_db_url_check_names_an_unreachable_url_in_one_line() -> None:
 def test_the_command_serves_until_sigterm_then_leaves_no_process_nor_folder(pg: cluster.ManagedPostgres) -> None:
     """`serverbench database` in its own process: a second cluster from the same seed has the same World
     table; SIGTERM stops its postmaster (by PID, with every child) and removes its folder."""
-    cmd = [str(Path(sys.executable).parent / "serverbench"), "database", "--max-connections", "5"]
+    cmd = [str(Path(sys.executable).parent / "serverbench"), "database", "--pg-max-connections", "5"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     procs: list[psutil.Process] = []
