@@ -34,13 +34,15 @@ SAME_CAUSE = 0.7
 
 def _noise_cause(rate_cv: float, cpu: Any) -> str:
     """What the CPU per request says of a noisy rate: the cost of each request moved with it (the
-    machine's speed), or it stayed put (the rate moved for another reason: the client, CPU time lost)."""
+    machine's speed, batching), or it stayed put (the rate moved for another reason: the client, CPU
+    time lost)."""
     if cpu is None or cpu.n < 2:
         return ""
     if cpu.cv >= SAME_CAUSE * rate_cv:
         return (f"; server CPU per request varied as much (CV {cpu.cv:.1%}): the same requests cost a different "
-                "amount of CPU from one repetition to the next, the machine's speed rather than the load "
-                "(bench/machine_noise.py measures it)")
+                "amount of CPU from one repetition to the next (the machine's own speed varies, "
+                "bench/machine_noise.py, and so does how many requests one wake-up serves), not CPU time the "
+                "server went without")
     return (f"; server CPU per request was steadier (CV {cpu.cv:.1%}): the rate moved for another reason "
             "than the cost of a request (the client, or CPU time the server did not get)")
 
