@@ -198,10 +198,15 @@ def test_an_interrupt_kills_every_running_build_and_its_children(
                 break
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
-    # the interrupt arrives once both builds (and their children) are running, as a Ctrl-C would
-    threading.Thread(target=interrupt_when_running, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        build(select(load_catalog(servers_root), None), progress=False, jobs=2)
+    # the interrupt arrives once both builds (and their children) are running, as a Ctrl-C would;
+    # SIGINT's default handler set here, since a background job (CI under nohup) inherits it ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_when_running, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            build(select(load_catalog(servers_root), None), progress=False, jobs=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     children = [int(p.read_text()) for p in pids.iterdir()]
     assert len(children) == 2 and build_mod._RUNNING == {}
     for pid in children:
