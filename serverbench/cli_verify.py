@@ -62,14 +62,19 @@ def show_verdict(v: ServerVerdict, out: Console = console, *, compact: bool = Fa
 
 
 def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
-                    allow_unavailable: bool, compact: bool = False) -> tuple[list[str], list[str]]:
-    """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither."""
+                    allow_unavailable: bool, compact: bool = False,
+                    why: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither.
+    `why`, when given, receives each failed id's failed checks (or its problem), for a summary line."""
     passed: list[str] = []
     failed: list[str] = []
     for v in verify_servers(manifests, store, server_cpus=server_cpus, allow_unavailable=allow_unavailable):
         show_verdict(v, compact=compact)
         if not v.skipped:
             (passed if v.passed else failed).append(v.server)
+        if why is not None and not v.skipped and not v.passed:
+            refused = [f.check for f in v.admission.refused]
+            why[v.server] = ", ".join(refused) if refused else (v.problem or "failed")
     return passed, failed
 
 
@@ -81,10 +86,12 @@ def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids;
     """Check each server against SPEC.md and store the verdict: a failed measurement check keeps a row out
     of every run, a failed feature check out of the workloads using that feature; deviations are shown."""
     store = open_store(db)
+    why: dict[str, str] = {}
     passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
-                                     allow_unavailable=allow_unavailable)
+                                     allow_unavailable=allow_unavailable, why=why)
+    # The failed checks are named on this last line too: a CI log often keeps only its tail.
     console.print(f"verified: {len(passed)} passed, {len(failed)} failed"
-                  + (f" ({', '.join(failed)})" if failed else ""))
+                  + (f" ({'; '.join(f'{s}: {why[s]}' for s in failed)})" if failed else ""))
     if failed:
         raise typer.Exit(1)
 

@@ -228,3 +228,16 @@ def test_crosscheck_skips_only_the_tool_that_needs_a_failed_feature(
     cells = {c.point.split(" · ")[1]: c for c in store.cells(res.run_id)}
     assert cells["ab"].status == "skipped" and cells["ab"].error == "not run — kept open, not announced (http10)"
     assert cells["loadgen"].status != "skipped", cells["loadgen"].error
+
+
+def test_the_verify_summary_line_names_each_refused_rows_checks(verified: dict,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI logs keep the tail: the last line must say which check kept a row out, not only which row.
+    from serverbench import cli_verify
+    vs = verified["verdicts"]
+    monkeypatch.setattr(cli_verify, "verify_servers", lambda *a, **k: iter(vs.values()))
+    why: dict[str, str] = {}
+    passed, failed = cli_verify.verify_and_show([], verified["store"], server_cpus=None,
+                                                allow_unavailable=False, why=why)
+    assert failed == ["ref-no404"] and why == {"ref-no404": "not-found"}
+    assert sorted(passed) == ["ref-garbage", "ref-pipeline"]

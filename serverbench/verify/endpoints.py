@@ -92,15 +92,20 @@ def check_delay_cpu(ctx: Ctx) -> str:
             sent.append(time.monotonic())
             c.send(ctx.req("GET", "/delay?ms=2000"))
         time.sleep(0.3)  # let the server accept and park them; that work is not waiting
+        # Two windows of 0.7 s, and the quieter one counts: a busy-waiting server spins in both,
+        # while a JIT compiling the earlier checks' code or a GC cycle (kotlin-ktor under a busy
+        # CI machine: 120-130 ms in one 1.4 s window, 4 of 10 tries) lands in one.
         try:
-            before = _proc_tree_cpu(ctx.pid)
-            w0 = time.monotonic()
-            time.sleep(1.4)
-            after = _proc_tree_cpu(ctx.pid)
-            window = time.monotonic() - w0
+            shares: list[tuple[float, float]] = []
+            for _ in range(2):
+                before = _proc_tree_cpu(ctx.pid)
+                w0 = time.monotonic()
+                time.sleep(0.7)
+                after = _proc_tree_cpu(ctx.pid)
+                shares.append((sum(v - before.get(k, 0.0) for k, v in after.items()), time.monotonic() - w0))
         except Exception as e:  # psutil.NoSuchProcess, AccessDenied
             raise CheckFailed(f"cannot sample CPU of pid {ctx.pid}: {e}") from e
-        cpu = sum(v - before.get(k, 0.0) for k, v in after.items())
+        cpu, window = min(shares, key=lambda s: s[0] / s[1])
         share = cpu / window
         for i, (c, t) in enumerate(zip(conns, sent)):
             try:
@@ -111,8 +116,9 @@ def check_delay_cpu(ctx: Ctx) -> str:
             expect(resp, f"GET /delay?ms=2000 #{i + 1} of {n}", 200, None, b"")
             if waited < 1.98:  # 1 % slack for timer granularity
                 raise CheckFailed(f"GET /delay?ms=2000: answered after {waited * 1000:.0f} ms, expected ≥ 2000 ms")
-        summary = (f"{n} pending /delay?ms=2000: server CPU {cpu * 1000:.0f} ms in {window:.2f} s "
-                   f"= {share * 100:.1f}% of one CPU (limit 5%)")
+        both = " and ".join(f"{c * 1000:.0f} ms" for c, _ in shares)
+        summary = (f"{n} pending /delay?ms=2000: server CPU {both} in two windows of {window:.2f} s; "
+                   f"the quieter = {share * 100:.1f}% of one CPU (limit 5%)")
         if share >= 0.05:
             raise CheckFailed(summary + " — busy waiting?")
         return summary
