@@ -16,8 +16,9 @@ def _affinity_count() -> int:
 
 
 def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
-               workers: int | None = None) -> dict[str, str]:
-    """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml)."""
+               workers: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml); `extra`
+    (the database's `$DATABASE_URL` and `$DB_POOL` for a db row) goes on top of everything."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(paths.TOOLS_BIN), env.get("PATH", os.defpath)])
     env["HOST"] = host
@@ -38,4 +39,5 @@ def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
     env.setdefault("NPM_CONFIG_UPDATE_NOTIFIER", "false")
     env.setdefault("NPM_CONFIG_FUND", "false")
     env.update(m.env)
+    env.update(extra or {})
     return env

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from serverbench import paths
 
@@ -44,6 +44,7 @@ class Install(BaseModel):
 PipelinedWrites = Literal["coalesced", "per-response"]
 FileRead = Literal["blocking", "async"]
 NoDelay = Literal["on", "off"]
+OnOff = Literal["on", "off"]
 
 
 class Choices(BaseModel):
@@ -58,6 +59,26 @@ class Choices(BaseModel):
     # TCP_NODELAY on accepted connections: off lets Nagle hold a response's second write until
     # the client's delayed ACK (~40 ms on Linux). Required: a row that omits it cannot be read.
     nodelay: NoDelay
+    # The `db` feature (SPEC.md, "Database endpoints"): declaring a driver makes a row a db row,
+    # and then the pool, how a query waits, pipelining and preparing must be declared too.
+    db_driver: str | None = Field(default=None, min_length=1)
+    db_pool: str | None = Field(default=None, min_length=1)
+    db_wait: Literal["async", "blocking"] | None = None
+    db_pipelining: OnOff | None = None
+    db_prepared: OnOff | None = None
+
+    @model_validator(mode="after")
+    def _db_keys_together(self) -> "Choices":
+        keys = ("db_driver", "db_pool", "db_wait", "db_pipelining", "db_prepared")
+        given = [k for k in keys if getattr(self, k) is not None]
+        if given and len(given) < len(keys):
+            missing = ", ".join(k for k in keys if k not in given)
+            raise ValueError(f"a db row declares every db_* choice; missing: {missing} (see SPEC.md, Choices)")
+        return self
+
+    @property
+    def db(self) -> bool:
+        return self.db_driver is not None
 
 
 class Manifest(BaseModel):

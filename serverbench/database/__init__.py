@@ -7,6 +7,7 @@ cluster.py  a cluster of the harness's own: initdb into a fresh folder, TechEmpo
 schema.py   TechEmpower's World and Fortune tables, their data from a seed, loading them, and the
             check of an existing database (`--db-url`) with one line naming what is missing
 facts.py    what a result records about the database: version, settings, where it ran
+rowenv.py   what a db row is told: $DATABASE_URL, its parts, $DB_POOL (SPEC.md, "Database endpoints")
 
 May import: paths, catalog (doctor's Postgres finder), processes (CPU pinning). Hands out
 `ManagedPostgres`, `start`, `managed`, `sweep_stale`, `DatabaseError` (cluster), `check`,

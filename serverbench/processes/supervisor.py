@@ -349,13 +349,15 @@ def _unregister(srv: ServerProcess) -> None:
 def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None = None,
                workers: int | None = None, log_path: Path | None = None,
                ready_timeout: float = 30.0, ready_poll_s: float = POLL_S,
-               memory_limit: int | None = None, host: str = "127.0.0.1") -> Iterator[ServerProcess]:
+               memory_limit: int | None = None, host: str = "127.0.0.1",
+               extra_env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
     """Start `m` listening on `host`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield
     it, and stop its whole process tree. `host` is loopback unless the caller was asked for
     another address (a server on a Dask worker listens where that worker does).
 
     `memory_limit` (bytes): a cgroup v2 memory ceiling for the tree where the machine allows it;
-    otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS."""
+    otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS.
+    `extra_env`: variables set on top of the row's own (a db row's `$DATABASE_URL`, `$DB_POOL`)."""
     port = port or free_port(host)
     if not port_is_free(host, port):
         raise ServerStartError(f"port {port} on {host} is already in use, so server '{m.id}' "
@@ -365,7 +367,7 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
     n_workers = workers or m.workers or len(cpus or online_cpus())
     log_path = log_path or paths.LOGS / f"{m.id}-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = server_env(m, host=host, port=port, workers=n_workers)
+    env = server_env(m, host=host, port=port, workers=n_workers, extra=extra_env)
     parent = os.getpid()
     memory = memlimit.prepare(memory_limit) if memory_limit else None
     cgroup = memory.cgroup if memory else None
