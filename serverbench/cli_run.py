@@ -35,11 +35,14 @@ def _measure(store: Any, opts: Any, **kw: Any) -> Any:
     from .run_view import RunView
     from .run.runner import run_matrix
     from .results.aggregate import fixed_rate_plans
+    from .database import DatabaseError
     view = RunView(console)
     try:
         result = run_matrix(store, opts, on_event=view, order_blocks=fixed_rate_plans, **kw)
     except KeyboardInterrupt:
         raise
+    except DatabaseError as e:  # before anything was measured: the database could not be started or used
+        raise fail(f"the database workloads need PostgreSQL: {e}", 1) from None
     except Exception as e:
         rid = store.latest_run_id()
         raise fail(f"run {rid} failed: {type(e).__name__}: {e}; its finished cells are kept — "
@@ -87,17 +90,24 @@ def run_cmd(
     cluster_tls_ca: Optional[Path] = typer.Option(None, "--cluster-tls-ca", help="Dask TLS: CA file."),
     cluster_tls_cert: Optional[Path] = typer.Option(None, "--cluster-tls-cert", help="Dask TLS: client certificate."),
     cluster_tls_key: Optional[Path] = typer.Option(None, "--cluster-tls-key", help="Dask TLS: client key."),
+    db_url: Optional[str] = typer.Option(
+        None, "--db-url", help="Database workloads: an existing PostgreSQL with TechEmpower's schema "
+        "(postgres://USER:PASSWORD@HOST:PORT/DB; stored with its password masked) instead of the harness's own."),
+    db_cpus: Optional[str] = typer.Option(
+        None, "--db-cpus", help="Database workloads: the CPUs of the harness's own PostgreSQL, e.g. 1 (default: "
+        "the load generator's, whose headroom then counts the database's CPU)."),
     resume: bool = typer.Option(False, "--resume",
                                 help="Continue an interrupted run: `--resume [RUN_ID]`, its own options."),
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
 ) -> None:
     """Measure servers × workloads × repetitions and store every cell."""
     from .model import DEFAULT_REPEAT, RunOptions
+    from .database.schema import mask_url
     store = open_store(db)
     if run_id is not None and not resume:
         raise fail(f"RUN_ID {run_id} is only meaningful with --resume; use `serverbench run --resume {run_id}`")
     if resume:
-        _resume(store, run_id)
+        _resume(store, run_id, db_url)
     tls = {k: str(v) for k, v in (("ca_file", cluster_tls_ca), ("cert", cluster_tls_cert),
                                    ("key", cluster_tls_key)) if v is not None} or None
     _check_options(split, duration, server_memory_limit, cluster, tls, server_on_cluster, target)
@@ -111,14 +121,16 @@ def run_cmd(
                       server_cpus=cpus_option(server_cpus, "server"), client_cpus=cpus_option(client_cpus, "client"),
                       allow_unverified=allow_unverified, workers=workers, server_memory_limit=server_memory_limit,
                       cluster=cluster, cluster_tls=tls, target=target, server_on_cluster=server_on_cluster,
-                      split=split)
-    result = _measure(store, opts, manifests=manifests, workloads=chosen)
+                      split=split, db_url=mask_url(db_url) if db_url else None,
+                      db_cpus=cpus_option(db_cpus, "db"))
+    result = _measure(store, opts, manifests=manifests, workloads=chosen, db_url=db_url)
     if result.status == "interrupted":
         raise typer.Exit(130)
 
 
-def _resume(store: Any, run_id: Optional[int]) -> None:
-    """`run --resume [RUN_ID]`: continue a stored run with its own options; exits when done."""
+def _resume(store: Any, run_id: Optional[int], db_url: Optional[str] = None) -> None:
+    """`run --resume [RUN_ID]`: continue a stored run with its own options; exits when done. A run that
+    used --db-url needs it again (its password is not stored); the harness's own database starts afresh."""
     from .model import RunOptions
     resume_id = run_id if run_id is not None else store.latest_run_id()
     if resume_id is None:
@@ -127,7 +139,10 @@ def _resume(store: Any, run_id: Optional[int]) -> None:
     if row.shown_status == "running":
         raise fail(f"run {resume_id} is still being measured by process {(row.owner or '?').split('@')[0]}; "
                     "wait for it or stop that process before resuming")
-    result = _measure(store, RunOptions(), resume=resume_id)
+    stored = RunOptions.from_dict(store.run(resume_id).options).db_url
+    if stored and not db_url:
+        raise fail(f"run {resume_id} used --db-url {stored}; pass it again (with its password) to resume")
+    result = _measure(store, RunOptions(), resume=resume_id, db_url=db_url)
     raise typer.Exit(130 if result.status == "interrupted" else 0)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
                       model_serializer, model_validator)
 
+from .dbfigures import DatabaseFigures
 from .fairness import Fairness
 
 LOADGEN_SCHEMA = "loadgen/1"
@@ -418,6 +419,7 @@ class CellMetrics(Flat):
                                       "longest wait, slots that waited beyond the timeout, slots served per second")
     timing: Timing = Field(default_factory=Timing)
     capacity: Capacity = Field(default_factory=Capacity)
+    database: DatabaseFigures = Field(default_factory=DatabaseFigures)
     # cross-check cells (`serverbench crosscheck`): the tool, its command and the server's count
     tool: ToolRun | None = None
 
@@ -479,6 +481,8 @@ class RunOptions(BaseModel):
     # how the server/client CPUs were chosen: "auto" (calibrated, split.py), "half" (two halves),
     # "manual" (--server-cpus/--client-cpus as given)
     split: Literal["auto", "half", "manual"] = "half"
+    db_url: str | None = None  # --db-url, its password masked (stored): an existing PostgreSQL
+    db_cpus: list[int] | None = None  # --db-cpus: the harness's own PostgreSQL's CPUs (default: the client's)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -57,6 +57,9 @@ class Point(BaseModel):
     requests: int | None = None
     time_limit: str | None = None  # request-count points: passed as --duration (a cap)
     rate: float | str | None = None  # number, or "50%" of calibrated closed-loop capacity
+    # an "N%" rate's capacity: each row's own ("row"), or the first row's in the run, then the same
+    # rate for every row ("run": the database workloads, where a race would only measure Postgres)
+    rate_basis: Literal["row", "run"] = "row"
     poisson: bool = False
     max_connections: int | None = None
     users: int | None = None
@@ -137,6 +140,8 @@ class Point(BaseModel):
     def _check_mode(self) -> "Point":
         if self.duration is not None and self.requests is not None:
             raise ValueError("give either duration or requests, not both")
+        if self.rate_basis == "run" and not isinstance(self.rate, str):
+            raise ValueError('rate_basis = "run" shares a calibrated rate: give rate = "N%"')
         if self.mode == "closed":
             if self.duration is None and self.requests is None:
                 raise ValueError("closed point needs duration or requests")
@@ -237,12 +242,17 @@ DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
-Feature = Literal["pipelining", "new-connection-per-request"]
+Feature = Literal["pipelining", "new-connection-per-request", "db"]
+# SPEC.md, "Database endpoints": a load on these paths needs a db row and the database.
+DB_PATHS = ("/db", "/queries", "/fortunes", "/updates")
 
 
-def point_features(p: Point) -> set[str]:
-    """The features a point's options imply (declared features must be exactly these)."""
+def point_features(p: Point, default_path: str = "/") -> set[str]:
+    """The features a point's options imply (declared features must be exactly these); `default_path`
+    is the workload's, for a point without a path of its own."""
     out: set[str] = set()
+    if (p.path or default_path).split("?")[0] in DB_PATHS:
+        out.add("db")
     if p.pipeline is not None and p.pipeline > 1:
         out.add("pipelining")
     if not p.keepalive:
@@ -291,7 +301,7 @@ class Workload(BaseModel):
 
     def _check_features(self) -> None:
         assert self.quick is not None and self.full is not None
-        used = set().union(*(point_features(p) for p in self.quick.points + self.full.points))
+        used = set().union(*(point_features(p, self.path) for p in self.quick.points + self.full.points))
         declared = set(self.features)
         if used - declared:
             raise ValueError(f"its points use {', '.join(sorted(used - declared))} but features does not "

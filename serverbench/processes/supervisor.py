@@ -345,6 +345,12 @@ def _unregister(srv: ServerProcess) -> None:
         _LIVE.pop(srv.pid, None)
 
 
+def effective_workers(m: Manifest, workers: int | None, cpus: list[int] | None) -> int:
+    """The `$WORKERS` a start gets: asked for, the row's own, else the CPUs it is pinned to (not the
+    harness's own affinity)."""
+    return workers or m.workers or len(cpus or online_cpus())
+
+
 @contextmanager
 def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None = None,
                workers: int | None = None, log_path: Path | None = None,
@@ -363,8 +369,7 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
         raise ServerStartError(f"port {port} on {host} is already in use, so server '{m.id}' "
                                f"cannot start there; fix: stop whatever listens on it or pick "
                                f"another port")
-    # $WORKERS follows the CPUs the server is pinned to, not the harness's own affinity
-    n_workers = workers or m.workers or len(cpus or online_cpus())
+    n_workers = effective_workers(m, workers, cpus)
     log_path = log_path or paths.LOGS / f"{m.id}-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = server_env(m, host=host, port=port, workers=n_workers, extra=extra_env)

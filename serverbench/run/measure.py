@@ -156,20 +156,29 @@ class OwnCpu:
 
 class Sampling:
     """A server's process tree sampled every SAMPLE_INTERVAL while a load runs, and the harness's own
-    CPU meanwhile. The usage is kept when the load raises: a failed cell still shows what the server did."""
+    CPU meanwhile; with `beside` (the run's database), that tree too, over the same window and kept
+    apart from the server's. The usage is kept when the load raises: a failed cell still shows what
+    the server did."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, beside: Callable[[float], Any] | None = None) -> None:
         self.server = server
+        self.beside = beside
         self.usage: dict[str, Any] | None = None
+        self.beside_usage: dict[str, Any] | None = None
         self.harness_cpu_percent: float | None = None
 
     def run(self, load: Callable[[], R]) -> R:
         own = OwnCpu()
+        other = self.beside(SAMPLE_INTERVAL) if self.beside is not None else None
         sampler = self.server.sampler(SAMPLE_INTERVAL).start()
+        if other is not None:
+            other.start()
         try:
             return load()
         finally:
             self.usage = sampler.stop().to_dict()
+            if other is not None:
+                self.beside_usage = other.stop().to_dict()
             self.harness_cpu_percent = own.percent()
 
 
@@ -255,6 +264,8 @@ class Gate:
         if m.id not in self.cache:
             self.cache[m.id] = self._reason(m)
         if self.cache[m.id] is None and w is not None:
+            if "db" in w.features and not getattr(getattr(m, "choices", None), "db", False):
+                return "not a db row: it declares no db_* choices (SPEC.md, Database endpoints)"
             return kinds.not_run(self.store.verdict(m.id), w, tool)
         return self.cache[m.id]
 

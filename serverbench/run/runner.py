@@ -26,6 +26,7 @@ from ..processes import memlimit, supervisor
 from .. import paths
 from ..catalog import workloads as wl
 from .capacity import find_capacity
+from .database_run import RunDatabase
 from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from .lifecycle import MatrixResult, measured_run
 from .fingerprint import fingerprint as take_fingerprint
@@ -76,6 +77,12 @@ class Runner:
         self.done = store.done_keys(run_id)
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
+        self.db: RunDatabase | None = None  # the run's database, when a workload has the db feature
+        # rate_basis = "run": (workload, point) -> (rate, the calibration's rps, the row it was measured on)
+        self.common_rates: dict[tuple[str, str], tuple[float, float, str]] = {
+            (c.workload, c.point): (c.metrics.offered.target_rate, c.metrics.setup.calibration_rps or 0.0,
+                                    c.metrics.database.calibrated_on)
+            for c in store.cells(run_id) if c.metrics.database.calibrated_on and c.metrics.offered.target_rate}
         # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
         self.machine_cpus = supervisor.online_cpus()
         self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
@@ -98,9 +105,13 @@ class Runner:
         return self.load_cluster().run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
 
     def close(self) -> None:
-        if self.cluster is not None:
-            self.cluster.close()
-            self.cluster = None
+        try:
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+        finally:
+            if self.db is not None:
+                self.db.close()
 
     # -- planning ---------------------------------------------------------------------------
     def size(self, w: Workload) -> Size:
@@ -198,7 +209,7 @@ class Runner:
         on = f" on CPU {','.join(map(str, cpus))}" if cpus else ""
         self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting{on}"))
         try:
-            with self._server(m, log_path, cpus=cpus) as srv:
+            with self._server(m, log_path, cpus=cpus, db="db" in w.features) as srv:
                 start_s = time.monotonic() - t_start
                 while pending:
                     p = pending[0]
@@ -225,9 +236,10 @@ class Runner:
             return self.load_cluster().server_cpus_online()
         return list(self.machine_cpus)
 
-    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None) -> AbstractContextManager[Server]:
+    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None,
+                db: bool = False) -> AbstractContextManager[Server]:
         """The server for a round of points: started and supervised here, or the --target.
-        `cpus` overrides the run's server CPUs (a cores sweep's point)."""
+        `cpus` overrides the run's server CPUs (a cores sweep's point); `db`: it is told the run's database."""
         if self.opts.target:
             from ..processes.target import external
             return external(self.opts.target)
@@ -239,9 +251,12 @@ class Runner:
                               # on this machine the run's log folder; elsewhere results/logs/ there
                               log_path=str(log_path) if (self.opts.cluster or "").startswith("local:")
                               else f"cluster/run-{self.run_id}-{log_path.name}")
-        return supervisor.run_server(m, cpus=cpus or self.opts.server_cpus, workers=self.opts.workers,
+        cpus = cpus or self.opts.server_cpus
+        env = (self.db.env(m, supervisor.effective_workers(m, self.opts.workers, cpus))
+               if db and self.db is not None else None)
+        return supervisor.run_server(m, cpus=cpus, workers=self.opts.workers,
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
-                                     memory_limit=self.memory_limit)
+                                     memory_limit=self.memory_limit, extra_env=env)
 
     def _cell_facts(self, srv: Server, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
         """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
@@ -258,7 +273,8 @@ class Runner:
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
         metrics = self._cell_facts(srv, m, w, size, p)
-        sampling = measure.Sampling(srv)
+        db = self.db if "db" in w.features else None
+        sampling = measure.Sampling(srv, beside=db.sampler if db is not None else None)
         lg: LoadgenResult | None = None
 
         def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
@@ -281,14 +297,7 @@ class Runner:
             if p.mode == "capacity":
                 lg, metrics["capacity"] = sampling.run(lambda: find_capacity(srv, p, lg_run))
             else:
-                rate = None
-                if p.rate_fraction is not None:
-                    calib = lg_run(measure.calibration_point(p))
-                    cap = float(calib.report.summary.rps or 0.0)
-                    if cap <= 0:
-                        raise LoadgenError(f"calibration measured 0 rps ({calib.report.summary.errors} errors)")
-                    rate = max(1.0, round(cap * p.rate_fraction, 1))
-                    metrics["calibration_rps"] = cap
+                rate = self._rate(m, w, p, lg_run, metrics) if p.rate_fraction is not None else None
                 lg = sampling.run(lambda: lg_run(p, rate))
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
@@ -306,6 +315,8 @@ class Runner:
             cell.error = str(e)
         usage = cell.usage = sampling.usage
         metrics["usage"] = measure.usage_metrics(usage)
+        if db is not None:
+            self._db_figures(db, sampling, metrics, m, srv.workers)
         if usage is not None:
             metrics.update(measure.over_time_metrics(w.kind, lg, usage, srv))
         if cell.status == "failed":
@@ -318,10 +329,44 @@ class Runner:
         return cell
 
 
+    def _rate(self, m: Any, w: Workload, p: Point, lg_run: Any, metrics: dict[str, Any]) -> float:
+        """An "N%" point's rate: N % of the closed-loop capacity a calibration measures on this row, or,
+        with rate_basis = "run", on the run's first row to reach the point, then the same for every row."""
+        key = (w.name, p.label)
+        if p.rate_basis == "run" and key in self.common_rates:
+            rate, cap, on = self.common_rates[key]
+        else:
+            calib = self.load_calibration(lg_run, p)
+            cap, on = float(calib.report.summary.rps or 0.0), m.id
+            if cap <= 0:
+                raise LoadgenError(f"calibration measured 0 rps ({calib.report.summary.errors} errors)")
+            rate = max(1.0, round(cap * float(p.rate_fraction or 1.0), 1))
+            if p.rate_basis == "run":
+                self.common_rates[key] = (rate, cap, on)
+        metrics["calibration_rps"] = cap
+        if p.rate_basis == "run":
+            metrics["calibrated_on"] = on
+        return rate
+
+    @staticmethod
+    def load_calibration(lg_run: Any, p: Point) -> LoadgenResult:
+        return lg_run(measure.calibration_point(p))
+
+    def _db_figures(self, db: RunDatabase, sampling: measure.Sampling, metrics: dict[str, Any], m: Any,
+                    workers: int) -> None:
+        """The database's figures for a cell, and the client's headroom with its CPU counted."""
+        figures = db.figures(sampling.beside_usage, int(metrics.get("ok") or 0), m, workers)
+        metrics.update(figures)
+        client = metrics.get("client")
+        if client is not None and db.client_saturated(client.client_cpu_percent, figures.get("db_cpu_percent"),
+                                                       len(self.opts.client_cpus or []) or 1):
+            client.client_saturated = True
+
+
 def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = None,
                workloads: list[Workload] | None = None, resume: int | None = None,
                on_event: Listener = ignore, fingerprint: dict | None = None,
-               order_blocks: fixed_rate.BlockFinder | None = None) -> MatrixResult:
+               order_blocks: fixed_rate.BlockFinder | None = None, db_url: str | None = None) -> MatrixResult:
     """Run (or resume) a matrix and store every cell, reporting progress through `on_event`.
 
     With `resume`, the stored run's options are used and its 'ok' cells are skipped.
@@ -330,7 +375,8 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     error stored, then propagates. `order_blocks` (the aggregation's rule, handed in by the CLI) names
     the client-bound blocks and top ties the plan left; each is measured again at one fixed rate (fixed_rate.py).
     Cells already stored are kept in every case; servers are
-    stopped by the supervisor's context manager."""
+    stopped by the supervisor's context manager. A workload with the db feature gets one PostgreSQL for
+    the run (database_run.py): the harness's own, or `db_url`'s (its password never stored)."""
     if resume is not None:
         opts = RunOptions.from_dict(store.run(resume).options)
         run_id = resume
@@ -344,17 +390,29 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     # a server on another machine gets that machine's default split there (remote_server.py)
     remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
     cpu_split = split.settle(opts, remote_server, fresh=resume is None)  # --split auto calibrates here
-    if resume is None:
-        if fingerprint is None:
-            fingerprint = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
-        # what the report needs of each workload, stored so that it never re-reads workloads/*.toml
-        facts = {w.name: w.facts() for w in workloads}
-        run_id = store.new_run({**fingerprint, "cpu_split": cpu_split, "workloads": facts}, opts.to_dict())
-    else:
-        store.reopen_run(run_id)
-    log_dir = paths.LOGS / f"run-{run_id}"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    runner = Runner(store, opts, manifests, workloads, run_id, on_event, log_dir)
+    # the run's database, when a workload needs one (a --target brings its own): started before the run
+    # is stored so that its facts are; stopped by the runner's cleanup, or here if storing fails
+    database = (RunDatabase.open(opts, db_url) if not opts.target and any("db" in w.features for w in workloads)
+                else None)
+    try:
+        if resume is None:
+            if fingerprint is None:
+                fingerprint = take_fingerprint(manifests, server_cpus=opts.server_cpus, client_cpus=opts.client_cpus)
+            # what the report needs of each workload, stored so that it never re-reads workloads/*.toml
+            facts = {w.name: w.facts() for w in workloads}
+            db_facts = {"database": database.facts} if database is not None else {}
+            run_id = store.new_run({**fingerprint, "cpu_split": cpu_split, "workloads": facts, **db_facts},
+                                   opts.to_dict())
+        else:
+            store.reopen_run(run_id)
+        log_dir = paths.LOGS / f"run-{run_id}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        runner = Runner(store, opts, manifests, workloads, run_id, on_event, log_dir)
+        runner.db = database
+    except BaseException:
+        if database is not None:
+            database.close()
+        raise
     plan = runner.plan()
     with measured_run(store, run_id, list(opts.client_cpus), on_event, cleanup=runner.close,
                       unfinished="the run ended before its plan completed") as result:

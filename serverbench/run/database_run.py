@@ -1,0 +1,83 @@
+"""The run's database (issue 37): one PostgreSQL for the whole run, what a db row is told about it, its
+CPU sampled beside the server's, and the figures a cell records of it.
+
+Started once, when the plan holds a workload with the `db` feature, before the run is stored (so its
+facts go into the run's fingerprint), and stopped by the runner's cleanup: `database/cluster.py` ties the
+postmaster to the harness (a SIGKILL of serverbench kills it too), so nothing outlives a run. With
+`--db-url` the rows use an existing PostgreSQL, checked for TechEmpower's schema first; its CPU is not
+sampled (it may be on another machine), and the cells say so by leaving the database's CPU out.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog.manifests import Manifest
+from ..database import cluster, facts as db_facts, rowenv, schema
+from ..model import RunOptions
+from ..processes.sampler import Sampler
+from ..saturation import saturated
+from ..dbfigures import per_request_us
+
+# Postgres' max_connections: every row's pool (rowenv.DB_POOL_TOTAL, more for a per-process row whose
+# processes each get one at least) and the harness's own connections, with room to spare.
+MAX_CONNECTIONS = 100
+
+
+class RunDatabase:
+    """A started (or checked) database and what the runner asks of it."""
+
+    def __init__(self, url: str, facts: dict[str, Any], pg: cluster.ManagedPostgres | None,
+                 client_cpus: list[int]) -> None:
+        self.url, self.facts, self.pg = url, facts, pg
+        self.cpus = list(pg.cpus) if pg is not None else None
+        self.shared = sorted(set(self.cpus or []) & set(client_cpus))
+
+    @classmethod
+    def open(cls, opts: RunOptions, db_url: str | None) -> "RunDatabase":
+        """The harness's own PostgreSQL on `opts.db_cpus` (default: the load generator's CPUs, so the
+        server's stay its own), or the one `db_url` names. DatabaseError: one line with the fix."""
+        client = list(opts.client_cpus or [])
+        if db_url:
+            schema.check(db_url)
+            return cls(db_url, db_facts.external_facts(db_url), None, client)
+        pg = cluster.start(MAX_CONNECTIONS, cpus=opts.db_cpus or client or None)
+        try:
+            return cls(pg.url, db_facts.managed_facts(pg), pg, client)
+        except BaseException:
+            pg.stop()
+            raise
+
+    def env(self, m: Manifest, workers: int) -> dict[str, str]:
+        return rowenv.row_env(self.url, m, workers)
+
+    def sampler(self, interval: float) -> Sampler | None:
+        """The postmaster's tree (it forks a backend per connection) sampled like a server; None for
+        an existing database, whose processes are not this machine's to read."""
+        return Sampler(self.pg.pid, interval=interval) if self.pg is not None else None
+
+    def figures(self, usage: dict[str, Any] | None, ok: int, m: Manifest, workers: int) -> dict[str, Any]:
+        """The cell's `DatabaseFigures`: the database's CPU over the measured run and per request."""
+        pool = self.env(m, workers).get("DB_POOL")
+        out: dict[str, Any] = {"db_pool": int(pool) if pool else None, "db_cpus": self.cpus,
+                               "db_shares_client_cpus": bool(self.shared) if self.pg is not None else None}
+        if usage:
+            user, sys_ = float(usage.get("cpu_user_s") or 0.0), float(usage.get("cpu_sys_s") or 0.0)
+            out.update(db_cpu_user_s=round(user, 3), db_cpu_sys_s=round(sys_, 3),
+                       db_cpu_percent=usage.get("cpu_percent_mean"),
+                       db_cpu_us_per_req=per_request_us(user + sys_, ok))
+        return out
+
+    def client_saturated(self, client_cpu_percent: float | None, db_cpu_percent: float | None,
+                         client_cores: int) -> bool:
+        """The load generator's headroom with what the database took from its CPUs counted: on a shared
+        CPU the two together are what the saturation rule sees (its share of the database's CPU in
+        proportion to the CPUs they share)."""
+        if not self.shared or self.cpus is None or client_cpu_percent is None or db_cpu_percent is None:
+            return False
+        taken = db_cpu_percent * len(self.shared) / len(self.cpus)
+        return saturated(client_cpu_percent + taken, client_cores)
+
+    def close(self) -> None:
+        if self.pg is not None:
+            self.pg.stop()
+            self.pg = None

@@ -1,0 +1,101 @@
+"""The run's database (run/database_run.py): one PostgreSQL of the harness's own for a run whose workloads
+need it, a db row told where it is, non-db rows kept out, the database's CPU stored beside the server's
+(never in it), one calibrated rate for every row, and nothing left running afterwards.
+
+Real PostgreSQL (skipped where it is not installed), the fake loadgen of tests/fixtures/run."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+import runfix  # noqa: E402
+
+from serverbench.catalog import doctor, manifests as catalog, workloads as wl  # noqa: E402
+from serverbench.catalog.manifests import Choices  # noqa: E402
+from serverbench.database import rowenv  # noqa: E402
+from serverbench.model import RunOptions  # noqa: E402
+from serverbench.run.runner import run_matrix  # noqa: E402
+from serverbench.store import Store  # noqa: E402
+
+pytestmark = pytest.mark.skipif(doctor.postgres_bindir() is None, reason="PostgreSQL is not installed")
+
+WORKLOAD = """
+name = "dbw"
+description = "one open point on /db at a rate calibrated once per run"
+origin = "serverbench"
+kind = "fixed-load"
+path = "/db"
+features = ["db"]
+[quick]
+steady_max = "0s"
+[[quick.points]]
+label = "rate=50%"
+mode = "open"
+rate = "50%"
+rate_basis = "run"
+calibration = "300ms"
+duration = "300ms"
+[full]
+[[full.points]]
+label = "rate=50%"
+mode = "open"
+rate = "50%"
+rate_basis = "run"
+duration = "10s"
+"""
+DB_CHOICES = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on", "db_driver": "none",
+              "db_pool": "none", "db_wait": "blocking", "db_pipelining": "off", "db_prepared": "off"}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "dbw.toml").write_text(WORKLOAD)
+    servers = catalog.load_catalog(runfix.SERVERS).servers
+    plain = servers["py-ok"]
+    seen = tmp_path / "seen-url"
+    # the db row: py-ok told it serves a database, writing down the URL it was given before it starts
+    db_row = plain.model_copy(update={"id": "py-db", "name": "py-db", "choices": Choices(**DB_CHOICES),
+                                      "run": f'echo "$DATABASE_URL $DB_POOL" > {seen}; {plain.run}'})
+    return {"store": Store(tmp_path / "r.db"), "rows": [db_row, plain], "seen": seen,
+            "workload": wl.load_workloads(tmp_path / "w")["dbw"], "calls": tmp_path / "calls.jsonl"}
+
+
+def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> None:
+    client = sorted(os.sched_getaffinity(0))[-1]
+    opts = RunOptions(servers=["py-db", "py-ok"], workloads=["dbw"], repeat=2, allow_unverified=True,
+                      ready_timeout=10, server_cpus=[0], client_cpus=[client])
+    res = run_matrix(env["store"], opts, manifests=env["rows"], workloads=[env["workload"]],
+                     fingerprint={"test": True})
+    assert (res.status, res.ok, res.skipped) == ("finished", 2, 2), res
+    cells = env["store"].cells(res.run_id)
+    skipped = [c for c in cells if c.server == "py-ok"]
+    assert all(c.status == "skipped" and "not a db row" in (c.error or "") for c in skipped)
+    ok = [c for c in cells if c.server == "py-db"]
+    url, pool = env["seen"].read_text().split()
+    assert url.startswith("postgres://benchmarkdbuser:") and url.endswith("/hello_world")
+    assert pool == str(rowenv.DB_POOL_TOTAL)
+    for c in ok:
+        d = c.metrics.database
+        assert d.db_pool == rowenv.DB_POOL_TOTAL and d.db_cpus == [client] and d.db_shares_client_cpus
+        assert d.db_cpu_user_s is not None and d.db_cpu_percent is not None and d.calibrated_on == "py-db"
+        # the server's usage is its own tree: Postgres' processes are not in it
+        assert c.metrics.usage.processes_peak is not None and c.metrics.usage.processes_peak <= 2
+    # one calibration for the run, the same rate in both repetitions
+    assert ok[0].metrics.offered.target_rate == ok[1].metrics.offered.target_rate
+    runs = [json.loads(line)["argv"] for line in env["calls"].read_text().splitlines()]
+    closed = [a for a in runs if "--rate" not in a]  # the calibration is the one closed load
+    assert len(runs) == 3 and len(closed) == 1, runs
+    facts = env["store"].run(res.run_id).fingerprint["database"]
+    assert facts["where"] == "managed" and facts["settings"]["synchronous_commit"] == "off"
+    # stopped by the runner's cleanup: its folder removed, no postmaster of it left
+    assert not Path(facts["data_folder"]).exists()
+    left = [p for p in psutil.process_iter(["cmdline"]) if facts["data_folder"] in " ".join(p.info["cmdline"] or [])]
+    assert left == []
