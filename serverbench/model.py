@@ -458,7 +458,6 @@ class FixedRatePlan:
     rate: float
 
 
-
 class RunOptions(BaseModel):
     """`serverbench run`'s options; stored with the run so --resume repeats them."""
 
