@@ -16,6 +16,8 @@ import runfix  # noqa: E402
 
 from serverbench.catalog import doctor, manifests as catalog, workloads as wl  # noqa: E402
 from serverbench.catalog.manifests import Choices  # noqa: E402
+from serverbench.exporters import to_markdown  # noqa: E402
+from serverbench.results import aggregate  # noqa: E402
 from serverbench.database import rowenv  # noqa: E402
 from serverbench.model import RunOptions  # noqa: E402
 from serverbench.run.runner import run_matrix  # noqa: E402
@@ -37,8 +39,8 @@ label = "rate=50%"
 mode = "open"
 rate = "50%"
 rate_basis = "run"
-calibration = "300ms"
-duration = "300ms"
+calibration = "1s"
+duration = "1s"
 [full]
 [[full.points]]
 label = "rate=50%"
@@ -63,7 +65,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     seen = tmp_path / "seen-url"
     # the db row: py-ok told it serves a database, writing down the URL it was given before it starts
     db_row = plain.model_copy(update={"id": "py-db", "name": "py-db", "choices": Choices(**DB_CHOICES),
-                                      "run": f'echo "$DATABASE_URL $DB_POOL" > {seen}; {plain.run}'})
+                                      "run": f'echo "$DATABASE_URL $DB_POOL" > {seen}; '
+                                             + plain.run.replace("python3", sys.executable)})
     return {"store": Store(tmp_path / "r.db"), "rows": [db_row, plain], "seen": seen,
             "workload": wl.load_workloads(tmp_path / "w")["dbw"], "calls": tmp_path / "calls.jsonl"}
 
@@ -99,3 +102,9 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     assert not Path(facts["data_folder"]).exists()
     left = [p for p in psutil.process_iter(["cmdline"]) if facts["data_folder"] in " ".join(p.info["cmdline"] or [])]
     assert left == []
+    # the report: the database's CPU in a column of its own, the common rate and where it came from
+    run, results = aggregate.load(env["store"], res.run_id)
+    md = to_markdown.render(run, results).decode()
+    assert "| DB CPU µs/request |" in md and "measured once for the run" in md, md
+    [g] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]
+    assert g.figures.database.db_cpu_us_per_request is not None and g.figures.database.calibrated_on == "py-db"

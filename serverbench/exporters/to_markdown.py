@@ -28,9 +28,24 @@ EFFICIENCY_COLUMNS = ["place", "server", "language", "model", "server CPU µs/re
                       "requests/s (successful, median)", "errors", "projected capacity (1 ÷ CPU per request)"]
 
 
-def columns(kind: str) -> list[str]:
-    return {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS,
+# A db workload's table: the database's CPU per request beside the server's (never added to it).
+DB_COLUMN = "DB CPU µs/request"
+
+
+def columns(kind: str, db: bool = False) -> list[str]:
+    cols = {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS,
             ranking.EFFICIENCY: EFFICIENCY_COLUMNS}.get(kind, COLUMNS)
+    if db and "CPU µs/request" in cols:
+        i = cols.index("CPU µs/request") + 1
+        cols = cols[:i] + [DB_COLUMN] + cols[i:]
+    return cols
+
+
+def db_cell(g: Group) -> str:
+    d = g.figures.database
+    if d.db_cpu_us_per_request is None:
+        return "—"
+    return fmt_num(d.db_cpu_us_per_request, 1) + (" (on the client's CPU)" if d.db_shares_client_cpus else "")
 
 
 def served_cell(g: Group) -> str:
@@ -79,6 +94,19 @@ def interval_cell(g: Group) -> str:
            else fmt_num)
     tie = " (tied with #1)" if g.tied_with_leader and g.kind in P99_KINDS else ""
     return f"{fmt(st.ci_low)}–{fmt(st.ci_high)} ({st.ci_level:.0%}){tie}"
+
+
+def db_note(groups: list[Group]) -> str:
+    """Under a db table: the rate every row was offered, where it came from, where PostgreSQL ran."""
+    d = next((g.figures.database for g in groups if g.figures.database.calibrated_on), None)
+    rates = {round(g.target_rate) for g in groups if g.target_rate}
+    rate = (f"Every row was offered {', '.join(f'{r:,}' for r in sorted(rates))} req/s"
+            + (f" (a share of what {d.calibrated_on} served with 64 connections, measured once for the run)"
+               if d is not None else "") + ". ") if rates else ""
+    shared = any(g.figures.database.db_shares_client_cpus for g in groups)
+    where = ("PostgreSQL ran on the load generator's CPUs: its CPU is not the server's, and counts in the "
+             "client's headroom." if shared else "PostgreSQL's CPU is not the server's.")
+    return rate + where
 
 
 def _row(g: Group, kind: str) -> list[str]:
@@ -249,7 +277,8 @@ def render(run: Any, results: RunResults) -> bytes:
             if wl.kind in OVER_TIME:
                 lines += _over_time(wl, pt) + _not_run(pt)
                 continue
-            cols = columns(pt.kind)
+            db = any(g.figures.database.db_cpu_us_per_request is not None for g in pt.groups)
+            cols = columns(pt.kind, db)
             lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
             for g in pt.groups:
                 if g.throughput is None:
@@ -257,9 +286,13 @@ def render(run: Any, results: RunResults) -> bytes:
                     row = ["—", g.server, g.language, g.model, status] + ["—"] * (len(cols) - 5)
                 else:
                     row = _row(g, pt.kind)
+                    if db:
+                        row.insert(cols.index(DB_COLUMN), db_cell(g))
                 if verdict_section.has_deviations(results, g.server):
                     row[1] += f" [^{verdict_section.anchor(g.server)}]"
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+            if db:
+                lines += ["", db_note(pt.groups)]
             warns = [w.text for g in pt.groups for w in g.warnings]
             if warns:
                 lines += [""] + [f"- ⚠ {w}" for w in warns]

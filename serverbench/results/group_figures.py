@@ -119,6 +119,27 @@ class GroupOffered(FigureGroup):
     unanswered: int = 0
 
 
+class GroupDatabase(FigureGroup):
+    """The database behind a db workload (medians): its CPU per request, beside the server's and never in
+    it, the pool each process was given, and whether it shared the load generator's CPUs."""
+
+    db_cpu_us_per_request: float | None = None
+    db_cpu_percent: float | None = None
+    db_pool: float | None = None
+    db_shares_client_cpus: bool | None = None
+    calibrated_on: str | None = None
+
+
+def _database(g: Any) -> GroupDatabase:
+    d = [c.metrics.database for c in g.ok]
+    return GroupDatabase(
+        db_cpu_us_per_request=g.per_request(lambda m: m.database.db_cpu_user_s, lambda m: m.database.db_cpu_sys_s,
+                                            scale=1e6),
+        db_cpu_percent=g.median(lambda m: m.database.db_cpu_percent), db_pool=g.median(lambda m: m.database.db_pool),
+        db_shares_client_cpus=any(x.db_shares_client_cpus for x in d) if d else None,
+        calibrated_on=next((x.calibrated_on for x in d if x.calibrated_on), None))
+
+
 class GroupFigures(Flat):
     """The aggregated figures of one group: one CSV row, one JSON object, one table row."""
 
@@ -146,6 +167,7 @@ class GroupFigures(Flat):
     cores: GroupCores = Field(default_factory=GroupCores)
     warmup: GroupWarmup = Field(default_factory=GroupWarmup)
     noise: GroupNoise = Field(default_factory=GroupNoise)
+    database: GroupDatabase = Field(default_factory=GroupDatabase)
     warnings: list[str] = []
 
 
@@ -201,8 +223,8 @@ def flat_figures(g: Any) -> GroupFigures:
         projected_rps=(1e6 / g.cpu_us_per_request if g.kind == ranking.EFFICIENCY and g.cpu_us_per_request
                        else None),
         over_time=overtime.figures(g.ok), cores=cores.figures(g.ok), warmup=warmup.figures(g.ok),
-        noise=noisy.figures(g), warnings=[x.text for x in g.warnings])
+        noise=noisy.figures(g), database=_database(g), warnings=[x.text for x in g.warnings])
 
 
 __all__ = ["GroupFigures", "flat_figures", "PCTS", "Standing", "Rate", "GroupLatency", "GroupCounts", "GroupUsage",
-           "GroupClient", "GroupOffered"]
+           "GroupClient", "GroupOffered", "GroupDatabase"]
