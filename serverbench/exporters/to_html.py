@@ -18,7 +18,7 @@ from ..results.aggregate import Group, PointData, RunResults, Caveat, WorkloadDa
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import models_section, noisy_section
+from . import database_section, models_section, noisy_section
 from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
@@ -518,6 +518,19 @@ def _cost_of_ownership(page: Page, results: RunResults) -> None:
                    "latest profile.")
 
 
+def _database_changes(page: Page, results: RunResults) -> None:
+    """The stressgrid (sleep) order beside each db workload's, for the rows measured on both."""
+    comps = database_section.comparisons(results)
+    if not comps:
+        return
+    page.heading(2, "What a real database changes")
+    page.add(f'<p class="desc">{esc(database_section.NOTE)}</p>')
+    for c in comps:
+        page.heading(3, c.title)
+        page.add(f"<p>{esc(database_section.summary(c))}</p>" + table(
+            database_section.HEADERS, [[esc(x) for x in database_section.cells(m)] for m in c.moves], numeric_from=2))
+
+
 def _tools_compared(page: Page, results: RunResults) -> None:
     """Cross-check runs: per point, each server's tools side by side, the finding, the commands."""
     if not results.tools:
@@ -544,6 +557,7 @@ def render(run: Any, results: RunResults) -> bytes:
     _warmup(page, results)
     for wl in workloads:
         _workload_section(page, wl)
+    _database_changes(page, results)
     _cost_of_ownership(page, results)
     _tools_compared(page, results)
     _deviations(page, results)

@@ -10,7 +10,7 @@ from ..rules.fingerprint import describe_split, normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import models_section, noisy_section
+from . import database_section, models_section, noisy_section
 from ..cost import table as cost
 from ..results import ranking
 
@@ -124,6 +124,20 @@ def _row(g: Group, kind: str) -> list[str]:
                        fmt_us(g.latency["p99"]), cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
     return head + [rate_cell(g), interval_cell(g), errors_cell(g), served_cell(g), fmt_us(g.latency["p50"]),
                    fmt_us(g.latency["p99"]), cpu_req, fmt_cpu(g), fmt_num(g.rss_peak_mib, 1)]
+
+
+def database_changes(results: RunResults) -> list[str]:
+    """The stressgrid (sleep) order beside each db workload's, for the rows measured on both."""
+    comps = database_section.comparisons(results)
+    if not comps:
+        return []
+    lines = ["## What a real database changes", "", database_section.NOTE, ""]
+    for c in comps:
+        lines += [f"### {c.title}", "", database_section.summary(c), "",
+                  "| " + " | ".join(database_section.HEADERS) + " |",
+                  "|" + "|".join("---" for _ in database_section.HEADERS) + "|"]
+        lines += ["| " + " | ".join(database_section.cells(m)) + " |" for m in c.moves] + [""]
+    return lines
 
 
 def cost_of_ownership(results: RunResults) -> list[str]:
@@ -298,6 +312,7 @@ def render(run: Any, results: RunResults) -> bytes:
                 lines += [""] + [f"- ⚠ {w}" for w in warns]
             lines.append("")
             lines += _not_run(pt)
+    lines += database_changes(results)
     lines += cost_of_ownership(results)
     lines += tools_compared(results)
     lines += deviations(results)
