@@ -9,9 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cli_common import cpus_option, open_store, selected
+from .cli_common import cpus_option, fail, open_store, selected
 from .console import console, err_console
+from .database.schema import DatabaseError
+from .processes import supervisor
 from .verify import ServerVerdict, verify_servers
+from .verify.dbsetup import database_for
 from .verify.kinds import gates, kind_of
 from .catalog.workloads import load_workloads
 
@@ -63,18 +66,24 @@ def show_verdict(v: ServerVerdict, out: Console = console, *, compact: bool = Fa
 
 def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
                     allow_unavailable: bool, compact: bool = False,
-                    why: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+                    why: dict[str, str] | None = None, db_url: str | None = None) -> tuple[list[str], list[str]]:
     """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither.
-    `why`, when given, receives each failed id's failed checks (or its problem), for a summary line."""
+    `why`, when given, receives each failed id's failed checks (or its problem), for a summary line.
+    When a db row is among them, one PostgreSQL serves them all: the harness's own, or `db_url`'s
+    (a DatabaseError names what that one lacks)."""
     passed: list[str] = []
     failed: list[str] = []
-    for v in verify_servers(manifests, store, server_cpus=server_cpus, allow_unavailable=allow_unavailable):
-        show_verdict(v, compact=compact)
-        if not v.skipped:
-            (passed if v.passed else failed).append(v.server)
-        if why is not None and not v.skipped and not v.passed:
-            refused = [f.check for f in v.admission.refused]
-            why[v.server] = ", ".join(refused) if refused else (v.problem or "failed")
+    cpus = server_cpus if server_cpus is not None else supervisor.default_cpu_split()[0]
+    with database_for(manifests, cpus, db_url) as db:
+        for line in filter(None, (db.problem, db.target and db.target.counts_problem)):
+            err_console.print(f"db checks: {line}", markup=False, highlight=False, soft_wrap=True)
+        for v in verify_servers(manifests, store, server_cpus=cpus, allow_unavailable=allow_unavailable, db=db):
+            show_verdict(v, compact=compact)
+            if not v.skipped:
+                (passed if v.passed else failed).append(v.server)
+            if why is not None and not v.skipped and not v.passed:
+                refused = [f.check for f in v.admission.refused]
+                why[v.server] = ", ".join(refused) if refused else (v.problem or "failed")
     return passed, failed
 
 
@@ -82,13 +91,21 @@ def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids;
                allow_unavailable: bool = typer.Option(
                    False, "--allow-unavailable", help="Skip servers whose toolchain is missing."),
                server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="e.g. 0 or 0-1"),
-               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
+               db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
+               db_url: Optional[str] = typer.Option(
+                   None, "--db-url", metavar="URL",
+                   help="An existing PostgreSQL with TechEmpower's data for the db rows' checks (default: the "
+                        "harness starts its own); counting queries needs pg_stat_statements_reset rights there.")
+               ) -> None:
     """Check each server against SPEC.md and store the verdict: a failed measurement check keeps a row out
     of every run, a failed feature check out of the workloads using that feature; deviations are shown."""
     store = open_store(db)
     why: dict[str, str] = {}
-    passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
-                                     allow_unavailable=allow_unavailable, why=why)
+    try:
+        passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
+                                         allow_unavailable=allow_unavailable, why=why, db_url=db_url)
+    except DatabaseError as e:
+        raise fail(str(e)) from None
     # The failed checks are named on this last line too: a CI log often keeps only its tail.
     console.print(f"verified: {len(passed)} passed, {len(failed)} failed"
                   + (f" ({'; '.join(f'{s}: {why[s]}' for s in failed)})" if failed else ""))

@@ -43,6 +43,9 @@ class Ctx:
     bound: int | None
     pid: int | None
     hello_file: Path
+    db_row: bool = False  # the manifest declares the db_* choices (SPEC.md, "Database endpoints")
+    db: Any = None  # dbcount.DbTarget: the database the row was started with, for the db checks
+    db_problem: str | None = None  # why a db row's database checks cannot run here (one line, the fix)
 
     def conn(self, timeout: float | None = None) -> Conn:
         try:

@@ -3,7 +3,7 @@
 Three kinds (SPEC.md, "Check kinds"):
   measurement  a failure corrupts any measurement (wrong bodies, framing, keep-alive, …): the row is
                refused by every workload, as before (`--allow-unverified` overrides);
-  feature      a failure corrupts only loads that use one feature (pipelining, HTTP/1.0): the row is
+  feature      a failure corrupts only loads that use one feature (pipelining, HTTP/1.0, db): the row is
                left out of exactly the workloads and cross-check tools that use it;
   robustness   input no workload sends (garbled requests, smuggling shapes): a failure is a
                deviation, shown to the reader, never a reason to leave the row out.
@@ -33,6 +33,9 @@ KINDS: dict[str, CheckKind] = {
         "keepalive", "connection-close", "split", "idle-connections", "starts", "sigterm")},
     "http10": CheckKind("feature", feature="http10"),
     "pipeline": CheckKind("feature", feature="pipelining"),
+    # The database endpoints (dbchecks.py): a wrong /db, /queries, /fortunes, /updates or query count
+    # corrupts the database workloads only (`features = ["db"]`); a row without them is skipped.
+    **{name: CheckKind("feature", feature="db") for name in ("db", "queries", "fortunes", "db-counts", "updates")},
     "bad-request": CheckKind("robustness"),
     # Input no workload or cross-check tool sends: they all write `Connection: close` in that case,
     # and ab sends Host with HTTP/1.0. A failure is a deviation from RFC 9110/9112, shown, not gated.
@@ -42,7 +45,7 @@ KINDS: dict[str, CheckKind] = {
 }
 
 # Features (workloads.Feature, TOOL_FEATURES) and the checks protecting them: pipelining ← pipeline,
-# http10 ← http10 (the cross-check's ab), new-connection-per-request ← connection-close (a measurement
+# http10 ← http10 (the cross-check's ab), db ← db, queries, fortunes, db-counts, updates, new-connection-per-request ← connection-close (a measurement
 # check: declared so the workload says what it uses, it adds no gate of its own).
 # Cross-check tools that need a feature on every point: ab speaks HTTP/1.0 only.
 TOOL_FEATURES: dict[str, tuple[str, ...]] = {"ab": ("http10",)}

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import build, doctor
+from ..database import rowenv
 from ..processes import supervisor
 from .base import CheckResult
+from .dbsetup import DbSetup
 from .kinds import Admission, admission
-from .suite import verify
+from .suite import is_db_row, verify
 
 
 @dataclass
@@ -30,8 +32,11 @@ class ServerVerdict:
 
 
 def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
-                   allow_unavailable: bool) -> Iterator[ServerVerdict]:
-    """Verify each server in turn and record its verdict in `store` (not for unverifiable ones)."""
+                   allow_unavailable: bool, db: DbSetup | None = None) -> Iterator[ServerVerdict]:
+    """Verify each server in turn and record its verdict in `store` (not for unverifiable ones).
+    `db` (dbsetup.database_for): the database a db row is started with ($DATABASE_URL, rowenv.py)
+    and its db checks use; without one a db row's db checks are skipped, saying why."""
+    db = db or DbSetup(problem="no database given to verify")
     if server_cpus is None:
         server_cpus = supervisor.default_cpu_split()[0]
     for m in manifests:
@@ -48,9 +53,12 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
         fh = build.folder_hash(m)
         results: list[CheckResult] = []
         srv = None
+        workers = m.workers or len(server_cpus)  # run_server's rule, needed first for $DB_POOL
+        env = rowenv.row_env(db.target.url, m, workers) if db.target is not None and is_db_row(m) else None
         try:
-            with supervisor.run_server(m, cpus=server_cpus) as srv:
-                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid))
+            with supervisor.run_server(m, cpus=server_cpus, workers=workers, extra_env=env) as srv:
+                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, db=db.target,
+                                      db_problem=db.problem))
         except supervisor.ServerStartError as e:
             results.append(CheckResult("starts", False, str(e).splitlines()[0]))
         if srv is not None:

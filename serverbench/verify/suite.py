@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from .. import paths
 from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
+from .dbchecks import check_db, check_db_counts, check_fortunes, check_queries, check_updates
+from .dbcount import DbTarget
 from .endpoints import check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root, check_tenth
 from .httpcheck import HTTPCheckError
 from .protocol import (check_bad_request, check_close_case, check_connection_close, check_date, check_http10,
@@ -38,8 +40,15 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "pipeline": check_pipeline,
     "split": check_split,
     "idle-connections": check_idle_connections,
+    # the db feature (dbchecks.py): skipped for a row that declares no db_* choices
+    "db": check_db,
+    "queries": check_queries,
+    "fortunes": check_fortunes,
+    "db-counts": check_db_counts,
+    "updates": check_updates,
 }
 CHECKS: list[str] = list(CHECK_FUNCS)
+DB_CHECKS: list[str] = ["db", "queries", "fortunes", "db-counts", "updates"]
 
 
 def _default_hello_file() -> Path:
@@ -47,6 +56,12 @@ def _default_hello_file() -> Path:
     if env:
         return Path(env)
     return Path(paths.HELLO_FILE)
+
+
+def is_db_row(manifest: Any | None) -> bool:
+    """Whether a manifest declares the db_* choices (catalog.manifests.Choices.db)."""
+    choices = getattr(manifest, "choices", None)
+    return bool(choices is not None and getattr(choices, "db", False))
 
 
 def _bound(manifest: Any, workers: int) -> int | None:
@@ -66,11 +81,15 @@ def verify(
     only: list[str] | None = None,
     hello_file: str | Path | None = None,
     timeout: float = 5.0,
+    db: DbTarget | None = None,
+    db_problem: str | None = None,
 ) -> list[CheckResult]:
     """Run the SPEC.md conformance checks against the server at base_url (http://host:port).
 
     manifest (serverbench.catalog.manifests.Manifest or None) supplies `counter` and `bound(workers)`;
     pid enables the CPU check; only restricts to the named checks (kept in CHECKS order).
+    The db checks run when the manifest declares the db_* choices and `db` (the database the server
+    was started with) is given; else they are skipped with the reason (`db_problem` when given).
     """
     u = urlsplit(base_url if "//" in base_url else f"http://{base_url}")
     if u.scheme != "http" or not u.hostname:
@@ -87,6 +106,9 @@ def verify(
         bound=_bound(manifest, workers),
         pid=pid,
         hello_file=Path(hello_file) if hello_file else _default_hello_file(),
+        db_row=is_db_row(manifest),
+        db=db,
+        db_problem=db_problem,
     )
     results: list[CheckResult] = []
     for name in CHECKS:
