@@ -4,6 +4,7 @@ BaseHTTPRequestHandler with protocol_version "HTTP/1.1" keeps connections alive;
 parses request lines and headers and writes the status line, Date and Server headers.
 It does not decode chunked request bodies, so /echo does that itself below.
 There is no worker knob: every connection gets its own (daemon) thread, $WORKERS is unused.
+The database endpoints (db.py) use psycopg 3, the row's one third-party package.
 """
 import json
 import os
@@ -15,6 +16,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
+import psycopg
+
+import db
+
 MAX_BODY = 1 << 20
 MAX_DELAY_MS = 60000
 HELLO_FILE = os.environ.get("HELLO_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/hello.html")
@@ -23,6 +28,7 @@ DIGITS = re.compile(r"[0-9]{1,9}")
 
 counter = 0
 counter_lock = threading.Lock()
+pool = None  # psycopg_pool.ConnectionPool, opened in main() when $DATABASE_URL is set
 
 
 class BadBody(Exception):
@@ -140,14 +146,16 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send(200, "application/octet-stream", body)
             return
-        if path not in ("/", "/json", "/file", "/delay", "/tenth"):
+        if path not in ("/", "/json", "/file", "/delay", "/tenth") + db.PATHS:
             self.send(404, "text/plain", b"Not Found")
             return
         if not get:
             self.send(405, "text/plain", b"Method Not Allowed")
             return
 
-        if path == "/":
+        if path in db.PATHS:
+            self.serve_db(path, query)
+        elif path == "/":
             self.send(200, "text/plain", b"Hello, World!")
         elif path == "/json":
             self.send(200, "application/json", json.dumps({"message": "Hello, World!"}).encode())
@@ -178,6 +186,18 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(ms / 1000)
             self.send(200, "text/plain", str(value).encode())
 
+    def serve_db(self, path, query):
+        if pool is None:
+            self.send(503, "text/plain", b"Service Unavailable: no DATABASE_URL")
+            return
+        try:
+            content_type, body = db.respond(pool, path, parse_qs(query))
+        except psycopg.Error as e:  # the database is down, or no connection came within the pool's timeout
+            print(f"python-stdlib: {path}: {e}", file=sys.stderr)
+            self.send(503, "text/plain", b"Service Unavailable")
+            return
+        self.send(200, content_type, body)
+
     # Every method goes through route(), so known paths answer 405 rather than 501.
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = route
 
@@ -201,6 +221,8 @@ def main():
     except OSError as e:
         print(f"python-stdlib: cannot listen on {host}:{port}: {e}", file=sys.stderr)
         sys.exit(1)
+    global pool
+    pool = db.open_pool()
     print(f"python-stdlib listening on {host}:{port} (a thread per connection)", flush=True)
     server.serve_forever()
 
