@@ -17,6 +17,7 @@ import (
 var helloFile string
 
 func main() {
+	db := dbHandlers{openPool()}               // before the bind: a bad DATABASE_URL or DB_POOL exits first
 	ln, env := gocontract.Listen("go-nethttp") // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
 
@@ -28,6 +29,7 @@ func main() {
 	mux.HandleFunc("GET /delay", delay)
 	mux.HandleFunc("GET /tenth", tenth)
 	mux.HandleFunc("POST /echo", echo)
+	db.register(mux) // /db, /queries, /fortunes, /updates (db.go)
 
 	srv := &http.Server{Handler: mux} // defaults: no timeouts, so idle keep-alive connections stay open
 	if err := srv.Serve(ln); err != nil {
