@@ -4,6 +4,8 @@
  * connections over them), an epoll instance, and a timer heap for /delay and /tenth. HTTP/1.1
  * is parsed and written by hand: requests may arrive split anywhere, pipelined requests are
  * answered in order (a waiting request holds back the ones behind it on its connection).
+ * The database paths live in db.c: their queries go out on the loop's own PostgreSQL
+ * connections, whose sockets share the loop's epoll set.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +28,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "db.h"
 
 #define MAX_HEAD (16 * 1024)   /* request line + headers (SPEC asks for 8 KiB) */
 #define MAX_FIELDS 128         /* SPEC asks for 64 */
@@ -118,6 +122,7 @@ typedef struct {
 typedef struct loop {
     int ep;
     int lfd;
+    db_t *db;          /* NULL without $DATABASE_URL */
     date_cache_t date;
     timer_t_ *heap;
     size_t nheap, capheap;
@@ -174,25 +179,39 @@ static const char *reason(int status) {
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
     }
 }
 
-/* keep: 1 = keep-alive, 0 = close; http10 adds "Connection: keep-alive" when keeping. */
-static void respond_head(conn_t *c, int status, const char *ctype, size_t len, int keep, int http10) {
-    char head[256];
+/* keep: 1 = keep-alive, 0 = close; http10 adds "Connection: keep-alive" when keeping.
+ * `extra`: more header lines ("" for none). */
+static void respond_head_x(conn_t *c, int status, const char *ctype, size_t len, int keep, int http10,
+                           const char *extra) {
+    char head[320];
     int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
-                     status, reason(status), c->loop->date.text, ctype, len,
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+                     status, reason(status), c->loop->date.text, extra, ctype, len,
                      !keep ? "Connection: close\r\n" : http10 ? "Connection: keep-alive\r\n" : "");
     buf_add(&c->out, head, (size_t)n);
     if (!keep) c->close_after = 1;
 }
 
+static void respond_head(conn_t *c, int status, const char *ctype, size_t len, int keep, int http10) {
+    respond_head_x(c, status, ctype, len, keep, http10, "");
+}
+
 static void respond(conn_t *c, int status, const char *ctype, const void *body, size_t len, int keep,
                     int http10) {
     respond_head(c, status, ctype, len, keep, http10);
+    buf_add(&c->out, body, len);
+}
+
+/* The database paths send a Server header beside Date (SPEC). */
+static void respond_db(conn_t *c, int status, const char *ctype, const void *body, size_t len, int keep,
+                       int http10) {
+    respond_head_x(c, status, ctype, len, keep, http10, "Server: c-epoll\r\n");
     buf_add(&c->out, body, len);
 }
 
@@ -451,6 +470,24 @@ static void park(conn_t *c, long ms, int keep, int http10, int is_tenth, unsigne
     heap_push(c->loop, now_ns() + (uint64_t)ms * 1000000ull, c);
 }
 
+static int db_route(const char *path, size_t n) {
+    if (path_is(path, n, "/db")) return DB_ONE;
+    if (path_is(path, n, "/queries")) return DB_QUERIES;
+    if (path_is(path, n, "/fortunes")) return DB_FORTUNES;
+    if (path_is(path, n, "/updates")) return DB_UPDATES;
+    return -1;
+}
+
+/* Queues the request on the loop's database; the connection waits (like a timer) for db_finish. */
+static void serve_db(conn_t *c, enum db_kind kind, const char *q, size_t qn, int keep, int http10) {
+    if (c->loop->db && db_submit(c->loop->db, c, kind, db_count_param(q, qn), keep, http10) == 0) {
+        c->waiting = 1;
+        return;
+    }
+    static const char msg[] = "no database";
+    respond_db(c, 503, "text/plain", msg, sizeof msg - 1, keep, http10);
+}
+
 static void dispatch(conn_t *c, const request_t *rq, const char *body, size_t body_len) {
     const char *path = rq->target;
     const char *qm = memchr(rq->target, '?', rq->target_len);
@@ -459,6 +496,7 @@ static void dispatch(conn_t *c, const request_t *rq, const char *body, size_t bo
     size_t qn = qm ? rq->target_len - plen - 1 : 0;
     int keep = rq->keep, h10 = rq->http10;
     int get = method_is(rq, "GET");
+    int db_kind = db_route(path, plen);
 
     if (path_is(path, plen, "/")) {
         if (!get) goto not_allowed;
@@ -492,6 +530,9 @@ static void dispatch(conn_t *c, const request_t *rq, const char *body, size_t bo
         unsigned long v = atomic_fetch_add(&tenth_counter, 1) + 1;
         if (v % 10 == 0 && ms > 0) park(c, ms, keep, h10, 1, v, 0);
         else respond_tenth(c, v, keep, h10);
+    } else if (db_kind >= 0) {
+        if (!get) goto not_allowed;
+        serve_db(c, (enum db_kind)db_kind, q, qn, keep, h10);
     } else if (path_is(path, plen, "/echo")) {
         if (!method_is(rq, "POST")) goto not_allowed;
         respond(c, 200, "application/octet-stream", body, body_len, keep, h10);
@@ -663,6 +704,13 @@ static void drive(conn_t *c) {
     }
 }
 
+/* After the response a connection waited for: answer whatever was pipelined behind it. */
+static void resume(conn_t *c) {
+    if (!c->close_after) process(c);
+    if (flush_out(c) < 0) return;
+    if (!c->waiting && c->out.len == c->out_off) drive(c);
+}
+
 static void fire_timer(conn_t *c) {
     c->waiting = 0;
     if (c->dead) {
@@ -672,10 +720,18 @@ static void fire_timer(conn_t *c) {
     int keep = c->pend_keep & 1, h10 = c->pend_keep >> 1;
     if (c->pend_is_tenth) respond_tenth(c, c->pend_tenth, keep, h10);
     else respond_xs(c, c->pend_bytes, keep, h10);
-    /* answer whatever was pipelined behind it */
-    if (!c->close_after) process(c);
-    if (flush_out(c) < 0) return;
-    if (!c->waiting && c->out.len == c->out_off) drive(c);
+    resume(c);
+}
+
+void db_finish(conn_t *c, int status, const char *ctype, const char *body, size_t len, int keep,
+               int http10) {
+    c->waiting = 0;
+    if (c->dead) {
+        conn_free(c);
+        return;
+    }
+    respond_db(c, status, ctype, body, len, keep, http10);
+    resume(c);
 }
 
 static void accept_all(loop_t *l) {
@@ -724,7 +780,8 @@ static void *loop_run(void *arg) {
         for (int i = 0; i < n; i++) {
             conn_t *c = evs[i].data.ptr;
             if (!c) accept_all(l);
-            else if (c->fd < 0) continue; /* closed while parked on a timer */
+            else if (l->db && db_owns(l->db, c)) db_on_event(l->db, c, evs[i].events);
+            else if (c->fd < 0) continue; /* closed while waiting for a timer or the database */
             else if (evs[i].events & ~(uint32_t)EPOLLOUT) drive(c);
             else if (c->out.len > c->out_off) drive(c); /* room to send what was left */
         }
@@ -732,6 +789,7 @@ static void *loop_run(void *arg) {
             uint64_t now = now_ns();
             while (l->nheap && l->heap[0].due_ns <= now) fire_timer(heap_pop(l).c);
         }
+        if (l->db) db_after_batch(l->db);
     }
     return NULL;
 }
@@ -778,6 +836,29 @@ static const char *env_or(const char *name, const char *def) {
     return v && *v ? v : def;
 }
 
+/* Gives each loop its share of $DB_POOL connections (at least one: a loop serves its own
+ * requests). Without $DATABASE_URL the loops have none and the database paths answer 503. */
+static void open_databases(loop_t *loops, int workers) {
+    const char *url = getenv("DATABASE_URL");
+    if (!url || !*url) return;
+    const char *pool_s = env_or("DB_POOL", NULL);
+    char *end = NULL;
+    long pool = pool_s ? strtol(pool_s, &end, 10) : workers; /* default: one per loop */
+    if (pool_s && (*end || pool < 1 || pool > 10000)) {
+        fprintf(stderr, "c-epoll: DB_POOL=%s is not a connection count; set it to an integer from 1 to 10000\n",
+                pool_s);
+        exit(1);
+    }
+    if (pool < workers)
+        fprintf(stderr, "c-epoll: DB_POOL=%ld is below WORKERS=%d: opening one connection per loop (%d)\n",
+                pool, workers, workers);
+    for (int i = 0; i < workers; i++) {
+        int share = (int)(pool / workers) + (i < pool % workers);
+        unsigned seed = (unsigned)time(NULL) ^ ((unsigned)i * 2654435761u); /* loops draw different ids */
+        loops[i].db = db_open(url, share > 0 ? share : 1, loops[i].ep, seed);
+    }
+}
+
 int main(void) {
     const char *host = env_or("HOST", "127.0.0.1");
     const char *port = env_or("PORT", "8080");
@@ -800,6 +881,7 @@ int main(void) {
         if (loops[i].ep < 0) { perror("c-epoll: epoll_create1"); return 1; }
         date_refresh(&loops[i].date);
     }
+    open_databases(loops, workers);
     fprintf(stderr, "c-epoll: listening on %s:%s with %d epoll loops\n", host, port, workers);
     for (int i = 1; i < workers; i++) {
         pthread_t t;
