@@ -158,6 +158,21 @@ def test_db_checks_are_a_feature_gate_in_suite_order() -> None:
     a = kinds.admission([{"name": n, "passed": False, "detail": f"{n} wrong"} for n in DB_CHECKS])
     assert a.admitted and list(a.features) == ["db"] and a.features["db"].check == "db"
     assert a.not_run_reason(["db"]) == "not run — db wrong (db)" and a.not_run_reason(["pipelining"]) is None
+    assert kinds.gates("db", []) == 'workloads with features = ["db"] (none yet)'
+
+
+def test_a_db_url_that_cannot_be_used_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+    from serverbench.cli import app
+    from serverbench.verify.suite import is_db_row
+    row = next((m.id for m in catalog.load_catalog().servers.values() if is_db_row(m)), None)
+    if row is None:
+        pytest.skip("no db row in the catalog")
+    url = f"postgres://benchmarkdbuser:secret@127.0.0.1:{_free_port()}/hello_world"
+    res = CliRunner().invoke(app, ["verify", row, "--db-url", url, "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 2, res.output
+    [line] = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert line.startswith("error: cannot connect to postgres://benchmarkdbuser:***@") and "fix:" in line, line
 
 
 def test_statements_are_sorted_into_reads_and_writes_of_world() -> None:

@@ -73,6 +73,8 @@ def gates(check: str, workloads: Iterable[Any]) -> str:
         return "every workload"
     names = gated_workloads(check, workloads) + [f"the cross-check's {t}" for t, fs in sorted(TOOL_FEATURES.items())
                                                  if k.feature in fs]
+    if not names and k.kind == "feature":  # a feature no workload uses yet still gates those that will
+        return f'workloads with features = ["{k.feature}"] (none yet)'
     return ", ".join(names) or "nothing (a deviation)"
 
 
