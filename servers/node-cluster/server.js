@@ -41,5 +41,10 @@ if (cluster.isPrimary) {
   });
   for (let i = 0; i < workers; i++) cluster.fork();
 } else {
-  require('../_shared/node-http-app/app.js').start(`node-cluster worker ${process.pid}`);
+  // Each worker opens its own pool of $DB_POOL connections (the harness divides them by $WORKERS).
+  // The packages come from this folder's node_modules (`npm ci`), so they are required here.
+  require('../_shared/node-http-app/app.js').start(`node-cluster worker ${process.pid}`, {
+    pg: require('pg'),
+    escapeHtml: require('escape-html'),
+  });
 }

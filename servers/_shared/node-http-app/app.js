@@ -1,9 +1,10 @@
 'use strict';
-// The serverbench request handler on Node's http module. node-http and node-cluster
-// carry identical copies of this file (each server folder is self-contained).
+// The serverbench request handler on Node's http module, shared by node-http and
+// node-cluster (their server.toml `shares`); the database paths are in db.js.
 const http = require('node:http');
 const fs = require('node:fs');
 const path = require('node:path');
+const { dbRoutes } = require('./db.js');
 
 const MAX_BODY = 1 << 20;
 const MAX_DELAY_MS = 60000;
@@ -55,7 +56,7 @@ function echo(req, res) {
   });
 }
 
-function handle(req, res) {
+function handle(req, res, dbRoute) {
   // A malformed body makes Node's parser fail: its clientError handling answers 400
   // and destroys the socket; the request stream then errors, which we ignore here.
   req.on('error', () => {});
@@ -74,7 +75,16 @@ function handle(req, res) {
   const q = target.indexOf('?');
   const pathname = q < 0 ? target : target.slice(0, q);
   const get = req.method === 'GET' || req.method === 'HEAD';
+  const db = dbRoute(pathname);
 
+  if (db && !get) {
+    res.setHeader('Allow', 'GET, HEAD');
+    return send(res, 405, 'text/plain', 'Method Not Allowed');
+  }
+  if (db) {
+    req.resume(); // a GET may carry a body; drain it so the next request on the connection parses
+    return db(res, new URLSearchParams(q < 0 ? '' : target.slice(q + 1)));
+  }
   switch (pathname) {
     case '/':
     case '/json':
@@ -126,10 +136,12 @@ function handle(req, res) {
 }
 
 // Creates the server and listens on $HOST:$PORT; a bind failure exits non-zero.
-function start(label) {
+// `deps` ({ pg, escapeHtml }, from the row's node_modules) serves the database paths.
+function start(label, deps) {
   const host = process.env.HOST || '127.0.0.1';
   const port = Number(process.env.PORT || 8080);
-  const server = http.createServer(handle);
+  const dbRoute = dbRoutes(label, deps, send);
+  const server = http.createServer((req, res) => handle(req, res, dbRoute));
   // Keep idle keep-alive connections for 2 min (Node's default is 5 s); headers must
   // arrive within 60 s of a request starting, a whole request within 5 min.
   server.keepAliveTimeout = 120_000;
