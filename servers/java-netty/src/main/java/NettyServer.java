@@ -31,22 +31,34 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Date;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
  * java-netty: Netty 4.1 on NIO, $WORKERS event loops (one acceptor thread besides).
  * Each connection lives on one loop: HttpServerCodec parses, HttpObjectAggregator
  * collects bodies up to 1 MiB (answering 413 and "100 Continue" itself), the handler
- * answers; /delay and /tenth wait on the loop's scheduler, nothing blocks.
+ * answers; /delay and /tenth wait on the loop's scheduler, nothing blocks. The database
+ * paths (with $DATABASE_URL) run on Vert.x's reactive PostgreSQL client ({@link Database}) and
+ * are answered on the connection's loop when the query completes.
  */
 public final class NettyServer {
     static final ObjectMapper MAPPER = new ObjectMapper();
+    static final String SERVER = "Netty";   // the Server header of the database paths (SPEC.md)
 
     record Message(String message) {
     }
 
     public static void main(String[] args) {
         ServerEnv env = ServerEnv.read("java-netty");
+        Database db = null;
+        try {
+            db = Database.fromEnv("java-netty", env.workers(), MAPPER);
+        } catch (IllegalArgumentException e) {   // a bad DATABASE_URL or DB_POOL: one line, then exit
+            System.err.println(e.getMessage());
+            System.exit(1);
+        }
+        Database database = db;
         EventLoopGroup acceptor = new NioEventLoopGroup(1);
         EventLoopGroup loops = new NioEventLoopGroup(env.workers());
         ServerBootstrap bootstrap = new ServerBootstrap()
@@ -63,7 +75,7 @@ public final class NettyServer {
                                 new HttpServerCodec(4096, 16 * 1024, 8192),
                                 new DateHeader(),
                                 new HttpObjectAggregator(Contract.MAX_BODY),
-                                new Handler(env.helloFile()));
+                                new Handler(env.helloFile(), database));
                     }
                 });
         try {
@@ -106,6 +118,7 @@ public final class NettyServer {
      */
     static final class Handler extends SimpleChannelInboundHandler<FullHttpRequest> {
         private static final int MAX_PENDING = 64;   // pipelined requests held before reading pauses
+        private static final Set<String> DB_PATHS = Set.of("/db", "/queries", "/fortunes", "/updates");
 
         private static final class Slot {
             FullHttpResponse response;
@@ -113,11 +126,13 @@ public final class NettyServer {
         }
 
         private final Path helloFile;
+        private final Database db;   // null without $DATABASE_URL
         private final ArrayDeque<Slot> pending = new ArrayDeque<>();
         private boolean closing;
 
-        Handler(Path helloFile) {
+        Handler(Path helloFile, Database db) {
             this.helloFile = helloFile;
+            this.db = db;
         }
 
         @Override
@@ -135,6 +150,10 @@ public final class NettyServer {
             boolean get = method.equals(HttpMethod.GET) || method.equals(HttpMethod.HEAD);
             QueryStringDecoder uri = new QueryStringDecoder(req.uri());
             String query = rawQuery(req.uri());
+            if (DB_PATHS.contains(uri.path())) {
+                database(ctx, slot, req, keepAlive, uri, get);
+                return;
+            }
             switch (uri.path()) {
                 case "/":
                     if (!get) notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
@@ -193,6 +212,42 @@ public final class NettyServer {
                 default:
                     answer(ctx, slot, text(req, HttpResponseStatus.NOT_FOUND, "Not Found"), keepAlive, false);
             }
+        }
+
+        /**
+         * A database path: the query runs on Vert.x's loops; its callback hands the response to
+         * this connection's event loop (ctx.executor()), which alone touches {@link #pending}.
+         */
+        private void database(ChannelHandlerContext ctx, Slot slot, FullHttpRequest req, boolean keepAlive,
+                              QueryStringDecoder uri, boolean get) {
+            if (!get || db == null) {   // another method, or started without $DATABASE_URL
+                FullHttpResponse r = get
+                        ? text(req, HttpResponseStatus.SERVICE_UNAVAILABLE, "Service Unavailable")
+                        : text(req, HttpResponseStatus.METHOD_NOT_ALLOWED, "Method Not Allowed");
+                if (!get) r.headers().set(HttpHeaderNames.ALLOW, "GET, HEAD");
+                r.headers().set(HttpHeaderNames.SERVER, SERVER);
+                answer(ctx, slot, r, keepAlive, false);
+                return;
+            }
+            String path = uri.path();
+            io.vertx.core.Future<byte[]> body = switch (path) {
+                case "/db" -> db.db();
+                case "/queries" -> db.queries(Database.count(uri.parameters().get("queries")));
+                case "/updates" -> db.updates(Database.count(uri.parameters().get("queries")));
+                default -> db.fortunes();
+            };
+            String type = path.equals("/fortunes") ? "text/html; charset=utf-8" : "application/json";
+            body.onComplete(done -> ctx.executor().execute(() -> {
+                FullHttpResponse r;
+                if (done.succeeded()) {
+                    r = ok(req, type, Unpooled.wrappedBuffer(done.result()));
+                } else {
+                    System.err.println("java-netty: " + path + ": " + done.cause());
+                    r = text(req, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Internal Server Error");
+                }
+                r.headers().set(HttpHeaderNames.SERVER, SERVER);
+                answer(ctx, slot, r, keepAlive, true);
+            }));
         }
 
         /** The answer after ms milliseconds, on this connection's event loop timer. */
