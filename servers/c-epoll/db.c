@@ -5,17 +5,20 @@
  * together. The queries sent on a connection wait in a FIFO (`sent`): PostgreSQL answers in order,
  * so the oldest entry owns the next result. libpq 15 (Debian 12) flushes on every PQpipelineSync,
  * so each query goes out in its own send(); libpq 17's PQsendPipelineSync would batch them.
- * A connection that breaks fails the requests waiting on it and is not reopened: the loop's other
- * connections carry on, and with none left its database paths answer 503.
+ * A connection that breaks fails the requests waiting on it; the next request reopens it without
+ * blocking (PQconnectStartParams/PQconnectPoll), meanwhile the loop's other connections carry on,
+ * and with none open its database paths answer 503.
  */
 #define _GNU_SOURCE
 #include "db.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 #define MAX_QUERIES 500
 #define WORLD_ROWS 10000
@@ -27,6 +30,8 @@ static const char *const STMT_SQL[] = {
     "SELECT id, message FROM Fortune",
     "UPDATE World SET randomNumber = $2 WHERE id = $1",
 };
+/* $DATABASE_URL as dbname (expand_dbname = 1), UTF-8 asked for the fortunes page */
+static const char *const CONN_KEYS[] = {"dbname", "client_encoding", NULL};
 
 typedef struct job {
     struct conn *c;
@@ -42,20 +47,23 @@ typedef struct job {
 } job_t;
 
 typedef struct {
-    job_t *job;
+    job_t *job;          /* NULL: a PQsendPrepare of a reopened connection */
     int row;
 } sent_t;
 
 typedef struct pgc {
-    PGconn *pg;          /* NULL once the connection broke */
+    PGconn *pg;          /* NULL while the connection is down */
     struct db *db;
-    int fd;
+    int fd;              /* the socket in the epoll set, -1 when none */
+    int connecting;      /* reopening: PQconnectPoll is under way */
     int out_armed;       /* EPOLLOUT requested: libpq has unsent bytes */
+    time_t retry_at;     /* a down connection is reopened by a request from this second on */
     sent_t *sent;        /* ring buffer of queries awaiting their results, oldest at head */
     size_t head, len, cap;
 } pgc_t;
 
 struct db {
+    const char *url;
     pgc_t *conns;
     int n;
     int ep;
@@ -65,14 +73,13 @@ struct db {
 
 /* ---- connections ----------------------------------------------------------------------- */
 
+/* At start-up: connects and prepares with blocking calls, so a wrong $DATABASE_URL or schema
+ * stops the server with libpq's message; then non-blocking pipeline mode for the loop. */
 static PGconn *connect_one(const char *url) {
-    PGconn *pg = PQconnectdb(url);
+    const char *values[] = {url, "UTF8", NULL};
+    PGconn *pg = PQconnectdbParams(CONN_KEYS, values, 1);
     if (PQstatus(pg) != CONNECTION_OK) {
         fprintf(stderr, "c-epoll: cannot connect to $DATABASE_URL: %s", PQerrorMessage(pg));
-        exit(1);
-    }
-    if (PQsetClientEncoding(pg, "UTF8") != 0) {
-        fprintf(stderr, "c-epoll: cannot set client_encoding: %s", PQerrorMessage(pg));
         exit(1);
     }
     for (int s = ST_WORLD; s <= ST_UPDATE; s++) {
@@ -90,10 +97,26 @@ static PGconn *connect_one(const char *url) {
     return pg;
 }
 
+/* Registers the connection's socket for `events`, level-triggered (PQconsumeInput need not read
+ * the socket dry). While connecting, libpq may have closed the socket and opened another. */
+static void watch(pgc_t *p, uint32_t events) {
+    int fd = PQsocket(p->pg);
+    struct epoll_event ev = {.events = events, .data.ptr = p};
+    if (fd != p->fd && p->fd >= 0) epoll_ctl(p->db->ep, EPOLL_CTL_DEL, p->fd, NULL); /* may be gone */
+    if (epoll_ctl(p->db->ep, EPOLL_CTL_MOD, fd, &ev) < 0 &&
+        (errno != ENOENT || epoll_ctl(p->db->ep, EPOLL_CTL_ADD, fd, &ev) < 0)) {
+        perror("c-epoll: epoll_ctl");
+        exit(1);
+    }
+    p->fd = fd;
+    p->out_armed = (events & EPOLLOUT) != 0;
+}
+
 db_t *db_open(const char *url, int n, int ep, unsigned seed) {
     db_t *db = calloc(1, sizeof *db);
     pgc_t *conns = calloc((size_t)n, sizeof *conns);
     if (!db || !conns) { perror("c-epoll: calloc"); exit(1); }
+    db->url = url;
     db->conns = conns;
     db->n = n;
     db->ep = ep;
@@ -103,11 +126,9 @@ db_t *db_open(const char *url, int n, int ep, unsigned seed) {
     for (int i = 0; i < n; i++) {
         pgc_t *p = &db->conns[i];
         p->db = db;
+        p->fd = -1;
         p->pg = connect_one(url);
-        p->fd = PQsocket(p->pg);
-        /* level-triggered: PQconsumeInput need not read the socket dry */
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-        if (epoll_ctl(ep, EPOLL_CTL_ADD, p->fd, &ev) < 0) { perror("c-epoll: epoll_ctl"); exit(1); }
+        watch(p, EPOLLIN);
     }
     return db;
 }
@@ -118,10 +139,7 @@ int db_owns(const db_t *db, const void *ptr) {
 }
 
 static void arm_out(pgc_t *p, int on) {
-    if (p->out_armed == on) return;
-    struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = p};
-    epoll_ctl(p->db->ep, EPOLL_CTL_MOD, p->fd, &ev);
-    p->out_armed = on;
+    if (p->out_armed != on) watch(p, EPOLLIN | (on ? EPOLLOUT : 0));
 }
 
 static void job_done(db_t *db, job_t *j) {
@@ -134,34 +152,29 @@ static void job_done(db_t *db, job_t *j) {
 /* One query of `j` answered (its Sync came back): the next step once all are in. */
 static void query_finished(pgc_t *p, job_t *j);
 
-/* The connection broke: every query waiting on it fails, and it serves no more requests. */
-static void pgc_fail(pgc_t *p) {
-    fprintf(stderr, "c-epoll: database connection lost: %s", PQerrorMessage(p->pg));
-    epoll_ctl(p->db->ep, EPOLL_CTL_DEL, p->fd, NULL);
+/* The connection broke (or did not reopen): every query waiting on it fails. A lost connection
+ * is reopened by the next request, one that failed to reopen a second later. */
+static void pgc_down(pgc_t *p) {
+    fprintf(stderr, "c-epoll: database connection %s: %s", p->connecting ? "not reopened" : "lost",
+            PQerrorMessage(p->pg));
+    if (p->fd >= 0) epoll_ctl(p->db->ep, EPOLL_CTL_DEL, p->fd, NULL);
     PQfinish(p->pg);
     p->pg = NULL;
+    p->fd = -1;
+    p->retry_at = p->connecting ? time(NULL) + 1 : 0;
+    p->connecting = 0;
     while (p->len) {
         job_t *j = p->sent[p->head].job;
         p->head = (p->head + 1) % p->cap;
         p->len--;
+        if (!j) continue;
         j->failed = 1;
         query_finished(p, j);
     }
 }
 
-/* Sends one prepared statement with a Sync after it, and remembers who waits for the result. */
-static int send_query(pgc_t *p, job_t *j, int row, int stmt) {
-    char id[16], num[16];
-    const char *params[2] = {id, num};
-    int nparams = 0;
-    if (stmt != ST_FORTUNE) {
-        snprintf(id, sizeof id, "%d", j->ids[row]);
-        snprintf(num, sizeof num, "%d", j->nums[row]);
-        nparams = stmt == ST_UPDATE ? 2 : 1;
-    }
-    if (!p->pg || !PQsendQueryPrepared(p->pg, STMT_NAME[stmt], nparams, params, NULL, NULL, 0) ||
-        !PQpipelineSync(p->pg))
-        return -1;
+/* Remembers who waits for the next result of the connection. */
+static void sent_push(pgc_t *p, job_t *j, int row) {
     if (p->len == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 64;
         sent_t *s = malloc(cap * sizeof *s);
@@ -174,27 +187,86 @@ static int send_query(pgc_t *p, job_t *j, int row, int stmt) {
     }
     p->sent[(p->head + p->len) % p->cap] = (sent_t){j, row};
     p->len++;
+}
+
+/* Sends one prepared statement with a Sync after it. */
+static int send_query(pgc_t *p, job_t *j, int row, int stmt) {
+    char id[16], num[16];
+    const char *params[2] = {id, num};
+    int nparams = 0;
+    if (stmt != ST_FORTUNE) {
+        snprintf(id, sizeof id, "%d", j->ids[row]);
+        snprintf(num, sizeof num, "%d", j->nums[row]);
+        nparams = stmt == ST_UPDATE ? 2 : 1;
+    }
+    if (!PQsendQueryPrepared(p->pg, STMT_NAME[stmt], nparams, params, NULL, NULL, 0) ||
+        !PQpipelineSync(p->pg))
+        return -1;
+    sent_push(p, j, row);
     j->pending++;
     return 0;
 }
 
+/* Sends what libpq holds; EPOLLOUT tells when to go on. */
+static void flush(pgc_t *p) {
+    int f = PQflush(p->pg);
+    if (f < 0) pgc_down(p);
+    else arm_out(p, f == 1);
+}
+
+/* Starts reopening a down connection without blocking; its socket then drives connect_step.
+ * (PQconnectStartParams would block only to resolve a host name: $DB_HOST is an address.) */
+static void reopen(pgc_t *p) {
+    const char *values[] = {p->db->url, "UTF8", NULL};
+    p->pg = PQconnectStartParams(CONN_KEYS, values, 1);
+    p->connecting = 1;
+    if (!p->pg || PQstatus(p->pg) == CONNECTION_BAD) {
+        pgc_down(p);
+        return;
+    }
+    watch(p, EPOLLOUT); /* libpq: first wait as if PQconnectPoll had said PGRES_POLLING_WRITING */
+}
+
+/* Advances a reopening connection; once open, its statements are prepared in the pipeline, ahead
+ * of the queries that follow (their results are only checked for errors). */
+static void connect_step(pgc_t *p) {
+    switch (PQconnectPoll(p->pg)) {
+    case PGRES_POLLING_READING: watch(p, EPOLLIN); return;
+    case PGRES_POLLING_WRITING: watch(p, EPOLLOUT); return;
+    case PGRES_POLLING_OK: break;
+    default: pgc_down(p); return;
+    }
+    if (PQsetnonblocking(p->pg, 1) != 0 || !PQenterPipelineMode(p->pg)) {
+        pgc_down(p);
+        return;
+    }
+    for (int s = ST_WORLD; s <= ST_UPDATE; s++) {
+        if (!PQsendPrepare(p->pg, STMT_NAME[s], STMT_SQL[s], 0, NULL) || !PQpipelineSync(p->pg)) {
+            pgc_down(p);
+            return;
+        }
+        sent_push(p, NULL, 0);
+    }
+    p->connecting = 0;
+    watch(p, EPOLLIN);
+    flush(p);
+}
+
 /* Sends the queries of one step of `j`: its SELECTs, or the UPDATEs of /updates. A connection that
- * refuses a query is broken: pgc_fail fails the job with everything else waiting there. */
+ * refuses a query is broken: pgc_down fails the job with everything else waiting there. */
 static void send_step(pgc_t *p, job_t *j) {
     int stmt = j->kind == DB_FORTUNES ? ST_FORTUNE : j->writing ? ST_UPDATE : ST_WORLD;
     int count = j->kind == DB_FORTUNES ? 1 : j->n;
     for (int i = 0; i < count; i++) {
         if (send_query(p, j, i, stmt) < 0) {
-            int waiting = j->pending > 0; /* then pgc_fail finishes the job with its queries */
+            int waiting = j->pending > 0; /* then pgc_down finishes the job with its queries */
             j->failed = 1;
-            if (p->pg) pgc_fail(p);
+            pgc_down(p);
             if (!waiting) job_done(p->db, j);
             return;
         }
     }
-    int f = PQflush(p->pg);
-    if (f < 0) pgc_fail(p);
-    else arm_out(p, f == 1);
+    flush(p);
 }
 
 static void query_finished(pgc_t *p, job_t *j) {
@@ -218,7 +290,12 @@ static void on_result(pgc_t *p, PGresult *r) {
         PQclear(r);
         p->head = (p->head + 1) % p->cap;
         p->len--;
-        query_finished(p, j);
+        if (j) query_finished(p, j);
+        return;
+    }
+    if (!j) { /* a statement prepared on a reopened connection */
+        if (st != PGRES_COMMAND_OK) fprintf(stderr, "c-epoll: prepare failed: %s", PQresultErrorMessage(r));
+        PQclear(r);
         return;
     }
     if (st == PGRES_TUPLES_OK && j->kind == DB_FORTUNES) {
@@ -239,13 +316,16 @@ void db_on_event(db_t *db, void *ptr, uint32_t events) {
     (void)db;
     pgc_t *p = ptr;
     if (!p->pg) return;
+    if (p->connecting) {
+        connect_step(p);
+        return;
+    }
     if (events & EPOLLOUT) {
-        int f = PQflush(p->pg);
-        if (f < 0) { pgc_fail(p); return; }
-        arm_out(p, f == 1);
+        flush(p);
+        if (!p->pg) return;
     }
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
-    if (!PQconsumeInput(p->pg)) { pgc_fail(p); return; }
+    if (!PQconsumeInput(p->pg)) { pgc_down(p); return; }
     /* PQgetResult gives NULL after each query's results; two in a row mean nothing more is here */
     int nulls = 0;
     while (p->len && p->pg && !PQisBusy(p->pg) && nulls < 2) {
@@ -257,9 +337,13 @@ void db_on_event(db_t *db, void *ptr, uint32_t events) {
 }
 
 int db_submit(db_t *db, struct conn *c, enum db_kind kind, int n, int keep, int http10) {
-    pgc_t *best = NULL; /* the live connection with the fewest queries waiting */
-    for (int i = 0; i < db->n; i++)
-        if (db->conns[i].pg && (!best || db->conns[i].len < best->len)) best = &db->conns[i];
+    pgc_t *best = NULL; /* the open connection with the fewest queries waiting */
+    time_t now = time(NULL);
+    for (int i = 0; i < db->n; i++) {
+        pgc_t *p = &db->conns[i];
+        if (!p->pg && p->retry_at <= now) reopen(p);
+        else if (p->pg && !p->connecting && (!best || p->len < best->len)) best = p;
+    }
     if (!best) return -1;
     job_t *j = calloc(1, sizeof *j);
     if (kind == DB_ONE || kind == DB_FORTUNES) n = 1;
