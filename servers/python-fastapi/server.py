@@ -1,21 +1,53 @@
 """python-fastapi: FastAPI on uvicorn (uvloop event loop, httptools parser).
 
 uvicorn --workers $WORKERS forks that many processes, each with its own event loop and
-its own copy of this module, so the /tenth counter is per process.
+its own copy of this module, so the /tenth counter is per process. The database endpoints use
+asyncpg: each worker makes its own pool (max $DB_POOL, the harness's share for one process) on
+its own event loop, in the lifespan, and each request borrows one connection for its queries.
 """
 import asyncio
 import os
+import random
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from operator import itemgetter
 
-from fastapi import FastAPI, Query, Request
+import asyncpg
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, PlainTextResponse, Response
+from fastapi.templating import Jinja2Templates
 
 MAX_BODY = 1 << 20
 MAX_DELAY_MS = 60000
 HELLO_FILE = os.environ.get("HELLO_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/hello.html")
 XS = b"x" * MAX_BODY  # /delay bodies are slices of this
 
-app = FastAPI()
+SELECT_WORLD = "SELECT id, randomNumber FROM World WHERE id = $1"
+UPDATE_WORLD = "UPDATE World SET randomNumber = $1 WHERE id = $2"
+SELECT_FORTUNES = "SELECT id, message FROM Fortune"
+EXTRA_FORTUNE = (0, "Additional fortune added at request time.")
+INTEGER = re.compile(r"-?[0-9]+")
+templates = Jinja2Templates(directory=os.path.join(os.path.dirname(__file__), "templates"))
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Per worker process: its asyncpg pool, or None without $DATABASE_URL (the db paths answer 503)."""
+    url = os.environ.get("DATABASE_URL")
+    size = os.environ.get("DB_POOL") or "16"
+    if url and (not size.isdigit() or int(size) < 1):
+        sys.exit(f"python-fastapi: DB_POOL={size!r} is not a positive integer; set it to the most connections to open")
+    # A fixed size (min = max): asyncpg opens the connections here, before the worker serves.
+    app.state.pool = await asyncpg.create_pool(url, min_size=int(size), max_size=int(size)) if url else None
+    yield
+    if app.state.pool is not None:
+        await app.state.pool.close()
+
+
+app = FastAPI(lifespan=lifespan)
 
 
 class RefuseHTTP09:
@@ -73,6 +105,55 @@ async def tenth(ms: int = Query(2000, ge=0, le=MAX_DELAY_MS)) -> str:
     if value % 10 == 0 and ms:
         await asyncio.sleep(ms / 1000)
     return str(value)
+
+
+async def connection(request: Request) -> AsyncIterator[asyncpg.Connection]:
+    """A connection borrowed from this process's pool for the request's queries."""
+    pool = request.app.state.pool
+    if pool is None:
+        raise HTTPException(503, "no DATABASE_URL")
+    async with pool.acquire() as conn:
+        yield conn
+
+
+def query_count(queries: str) -> int:
+    """queries=N clamped to 1..500; missing, empty or not an integer → 1."""
+    return min(max(int(queries), 1), 500) if INTEGER.fullmatch(queries) else 1
+
+
+async def random_world(conn: asyncpg.Connection) -> dict:
+    row = await conn.fetchrow(SELECT_WORLD, random.randint(1, 10000))
+    return {"id": row[0], "randomNumber": row[1]}
+
+
+@app.get("/db")
+async def single_query(conn: asyncpg.Connection = Depends(connection)) -> dict:
+    return await random_world(conn)
+
+
+@app.get("/queries")
+async def multiple_queries(queries: str = "", conn: asyncpg.Connection = Depends(connection)) -> list:
+    return [await random_world(conn) for _ in range(query_count(queries))]
+
+
+@app.get("/updates")
+async def updates(queries: str = "", conn: asyncpg.Connection = Depends(connection)) -> list:
+    worlds = []
+    for _ in range(query_count(queries)):  # each row read, then written back, before the response
+        world = await random_world(conn)
+        world["randomNumber"] = random.randint(1, 10000)
+        await conn.execute(UPDATE_WORLD, world["randomNumber"], world["id"])
+        worlds.append(world)
+    return worlds
+
+
+@app.get("/fortunes")
+async def fortunes(request: Request, conn: asyncpg.Connection = Depends(connection)) -> Response:
+    rows = [tuple(row) for row in await conn.fetch(SELECT_FORTUNES)]
+    rows.append(EXTRA_FORTUNE)
+    rows.sort(key=itemgetter(1))
+    # Jinja2Templates autoescapes .html templates; the response is text/html; charset=utf-8
+    return templates.TemplateResponse(request, "fortunes.html", {"fortunes": rows})
 
 
 @app.post("/echo")
