@@ -57,6 +57,9 @@ DB_CHOICES = {"pipelined_writes": "per-response", "file_read": "blocking", "node
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
     monkeypatch.setenv("FAKE_LOADGEN_LOG", str(tmp_path / "calls.jsonl"))
+    # the points' whole second (the fake's default is 0.3 s): on a busy machine a few queries of the
+    # fixture row make a rate of 1 req/s, which must still answer one request
+    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "1.0")
     monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "dbw.toml").write_text(WORKLOAD)
@@ -75,8 +78,9 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     client = sorted(os.sched_getaffinity(0))[-1]
     opts = RunOptions(servers=["py-db", "py-ok"], workloads=["dbw"], repeat=2, allow_unverified=True,
                       ready_timeout=10, server_cpus=[0], client_cpus=[client])
-    res = run_matrix(env["store"], opts, manifests=env["rows"], workloads=[env["workload"]],
-                     fingerprint={"test": True})
+    from serverbench.run.fingerprint import fingerprint
+    fp = fingerprint(env["rows"], server_cpus=[0], client_cpus=[client])
+    res = run_matrix(env["store"], opts, manifests=env["rows"], workloads=[env["workload"]], fingerprint=fp)
     assert (res.status, res.ok, res.skipped) == ("finished", 2, 2), res
     cells = env["store"].cells(res.run_id)
     skipped = [c for c in cells if c.server == "py-ok"]
@@ -106,5 +110,7 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     run, results = aggregate.load(env["store"], res.run_id)
     md = to_markdown.render(run, results).decode()
     assert "| DB CPU µs/request |" in md and "measured once for the run" in md, md
+    assert "Database: PostgreSQL " in md and "the harness's own on CPU" in md
+    assert "| py-db | none, pool none; queries blocking |" in md
     [g] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]
     assert g.figures.database.db_cpu_us_per_request is not None and g.figures.database.calibrated_on == "py-db"

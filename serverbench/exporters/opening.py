@@ -27,6 +27,8 @@ OPTION_WORDS: dict[str, str] = {
     "cluster_tls": "TLS for the Dask scheduler",
     "server_on_cluster": "server started on the cluster's server worker",
     "target": "an external server measured as is",
+    "db_url": "db workloads: an existing PostgreSQL (password masked)",
+    "db_cpus": "db workloads: the harness's PostgreSQL's CPUs (— = the load generator's)",
 }
 
 

@@ -25,7 +25,7 @@ from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..catalog.kinds import FIXED_DEMAND, OVER_TIME
-from ..rules.fingerprint import describe_split, normalize
+from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 
 # -- HTML pieces ----------------------------------------------------------------------------------
@@ -367,6 +367,7 @@ def _environment(run: Any, results: RunResults) -> str:
         ("CPU", f"{fp.get('cpu_model', '?')} · {fp.get('cores', '?')} cores"),
         ("pinning", placement.describe(run, results)),
         ("CPU split", describe_split(fp.get("cpu_split")) or "—"),
+        *([("database", dbl)] if (dbl := describe_database(fp.get("database"))) else []),
         ("system", f"{fp.get('os', '?')} · kernel {fp.get('kernel', '?')} · host {fp.get('hostname', '?')}"),
         ("versions", f"Python {fp.get('python', '?')} · {fp.get('loadgen_version') or 'loadgen ?'}"),
         ("commit", commit[:12] + (" (uncommitted changes)" if fp.get("git_dirty") else "")),
@@ -395,8 +396,10 @@ def _choices(c: dict[str, Any] | None) -> str:
         return "not declared"
     writes = {"coalesced": "pipelined responses coalesced", "per-response": "one write per response"}
     files = {"blocking": "/file read blocking", "async": "/file read async"}
+    db = describe_db_choices(c)
     return f"{writes.get(c.get('pipelined_writes'), c.get('pipelined_writes'))}; " \
-           f"{files.get(c.get('file_read'), c.get('file_read'))}; TCP_NODELAY {models_section.nodelay(c)}"
+           f"{files.get(c.get('file_read'), c.get('file_read'))}; TCP_NODELAY {models_section.nodelay(c)}" \
+           + (f"; database: {db}" if db else "")
 
 
 def _failures(workloads: list[WorkloadData]) -> str:

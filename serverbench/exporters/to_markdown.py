@@ -6,7 +6,7 @@ from typing import Any
 
 from ..results.aggregate import Group, RunResults
 from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS
-from ..rules.fingerprint import describe_split, normalize
+from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
@@ -254,6 +254,7 @@ def render(run: Any, results: RunResults) -> bytes:
              f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",
              *([f"CPU split: {cut}.", ""] if (cut := describe_split(fp.get("cpu_split"))) else []),
+             *([f"Database: {dbl}.", ""] if (dbl := describe_database(fp.get("database"))) else []),
              "Requests/s count successful (2xx/3xx) responses only, median of the repetitions; percentiles come "
              "from the merged histograms and cover every due request (timed-out and unanswered ones at their "
              "age); errors are summed over repetitions. Each workload says what it is ranked by.", ""]
@@ -266,6 +267,8 @@ def render(run: Any, results: RunResults) -> bytes:
                          f"{c.get('pipelined_writes', 'not declared')} | {c.get('file_read', 'not declared')} | "
                          f"{models_section.nodelay(c)} |")
         lines.append("")
+        drivers = [(sid, d) for sid, i in sorted(servers.items()) if (d := describe_db_choices(i.get("choices")))]
+        lines += _table(["server", "database driver (SPEC: Choices)"], [[s, d] for s, d in drivers]) if drivers else []
         lines += _table(models_section.MODEL_HEADERS, models_section.models(servers))
         notes = models_section.row_notes(servers)
         lines += _table(models_section.NOTE_HEADERS, notes) if notes else []

@@ -46,3 +46,24 @@ def describe_split(record: dict[str, Any] | None) -> str | None:
 
 
 __all__ = ["normalize", "describe_split"]
+
+
+def describe_database(facts: dict[str, Any] | None) -> str | None:
+    """The report's line on the run's database (the fingerprint's `database`); None for a run without one."""
+    if not facts:
+        return None
+    s = facts.get("settings") or {}
+    where = (f"the harness's own on CPU {','.join(map(str, facts.get('cpus') or []))}"
+             if facts.get("where") == "managed" else f"an existing one at {facts.get('url', '?')}")
+    kept = ", ".join(f"{k} {s[k]}" for k in ("synchronous_commit", "max_connections", "shared_buffers", "fsync")
+                     if k in s)
+    return f"PostgreSQL {str(facts.get('version') or '?').split(' ')[0]}, {where}" + (f" ({kept})" if kept else "")
+
+
+def describe_db_choices(c: dict[str, Any] | None) -> str | None:
+    """A db row's driver, pool and how its queries wait (SPEC.md, Choices); None for a row without them."""
+    if not c or not c.get("db_driver"):
+        return None
+    return (f"{c['db_driver']}, pool {c.get('db_pool')}; queries {c.get('db_wait')}"
+            f"{', pipelined' if c.get('db_pipelining') == 'on' else ''}"
+            f"{', prepared' if c.get('db_prepared') == 'on' else ''}")
