@@ -35,7 +35,7 @@ def _measure(store: Any, opts: Any, **kw: Any) -> Any:
     from .run_view import RunView
     from .run.runner import run_matrix
     from .results.aggregate import fixed_rate_plans
-    from .database import DatabaseError
+    from .database.schema import DatabaseError
     view = RunView(console)
     try:
         result = run_matrix(store, opts, on_event=view, order_blocks=fixed_rate_plans, **kw)

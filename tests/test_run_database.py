@@ -114,3 +114,17 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     assert "| py-db | none, pool none; queries blocking |" in md
     [g] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]
     assert g.figures.database.db_cpu_us_per_request is not None and g.figures.database.calibrated_on == "py-db"
+
+
+def test_db_workloads_refuse_a_server_on_the_cluster_in_one_line() -> None:
+    from serverbench.database.schema import DatabaseError
+    from serverbench.run.database_run import RunDatabase
+    with pytest.raises(DatabaseError, match="do not run with --server-on-cluster yet.*fix: run them without"):
+        RunDatabase.open(RunOptions(server_on_cluster=True, cluster="tcp://10.0.0.2:8786"), None)
+
+
+def test_a_db_url_without_the_schema_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    from serverbench.database.schema import DatabaseError
+    from serverbench.run.database_run import RunDatabase
+    with pytest.raises(DatabaseError, match=r"cannot connect to postgres://u:\*\*\*@127\.0\.0\.1:1/x"):
+        RunDatabase.open(RunOptions(), "postgres://u:secret@127.0.0.1:1/x")

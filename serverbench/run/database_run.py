@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalog import doctor
 from ..catalog.manifests import Manifest
 from ..database import cluster, facts as db_facts, rowenv, schema
 from ..model import RunOptions
@@ -32,13 +33,28 @@ class RunDatabase:
         self.cpus = list(pg.cpus) if pg is not None else None
         self.shared = sorted(set(self.cpus or []) & set(client_cpus))
 
+    @staticmethod
+    def preflight(opts: RunOptions, db_url: str | None) -> None:
+        """What can be refused before anything runs (the CPU split's calibration included): a server on
+        another machine, an existing database without the schema, no PostgreSQL installed."""
+        if opts.server_on_cluster:
+            raise schema.DatabaseError(
+                "the db workloads do not run with --server-on-cluster yet (the server machine's row is not told "
+                "a database, and the harness's own listens on this machine's loopback only); fix: run them "
+                "without --server-on-cluster")
+        if db_url:
+            schema.check(db_url)
+        elif doctor.postgres_bindir() is None:
+            raise schema.DatabaseError(f"PostgreSQL's server binaries (initdb, postgres) were not found; fix: "
+                                       f"{doctor.POSTGRES_HINT}")
+
     @classmethod
     def open(cls, opts: RunOptions, db_url: str | None) -> "RunDatabase":
         """The harness's own PostgreSQL on `opts.db_cpus` (default: the load generator's CPUs, so the
         server's stay its own), or the one `db_url` names. DatabaseError: one line with the fix."""
         client = list(opts.client_cpus or [])
+        cls.preflight(opts, db_url)
         if db_url:
-            schema.check(db_url)
             return cls(db_url, db_facts.external_facts(db_url), None, client)
         pg = cluster.start(MAX_CONNECTIONS, cpus=opts.db_cpus or client or None)
         try:

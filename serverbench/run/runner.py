@@ -389,11 +389,14 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         workloads = wl.select(wl.load_workloads(), opts.workloads)
     # a server on another machine gets that machine's default split there (remote_server.py)
     remote_server = opts.server_on_cluster and not (opts.cluster or "").startswith("local:")
+    # the run's database, when a workload needs one (a --target brings its own): refused before the split's
+    # calibration if it cannot be had; started after it (its default CPUs are the client's) and before the
+    # run is stored so that its facts are; stopped by the runner's cleanup, or here if storing fails
+    needs_db = not opts.target and any("db" in w.features for w in workloads)
+    if needs_db:
+        RunDatabase.preflight(opts, db_url)
     cpu_split = split.settle(opts, remote_server, fresh=resume is None)  # --split auto calibrates here
-    # the run's database, when a workload needs one (a --target brings its own): started before the run
-    # is stored so that its facts are; stopped by the runner's cleanup, or here if storing fails
-    database = (RunDatabase.open(opts, db_url) if not opts.target and any("db" in w.features for w in workloads)
-                else None)
+    database = RunDatabase.open(opts, db_url) if needs_db else None
     try:
         if resume is None:
             if fingerprint is None:
