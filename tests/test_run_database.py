@@ -93,6 +93,8 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
         d = c.metrics.database
         assert d.db_pool == rowenv.DB_POOL_TOTAL and d.db_cpus == [client] and d.db_shares_client_cpus
         assert d.db_cpu_user_s is not None and d.db_cpu_percent is not None and d.calibrated_on == "py-db"
+        # the fixture row holds one connection (its /db shares one under a lock)
+        assert d.db_connections_peak == 1 and d.db_active_peak in (0, 1)
         # the server's usage is its own tree: Postgres' processes are not in it
         assert c.metrics.usage.processes_peak is not None and c.metrics.usage.processes_peak <= 2
     # one calibration for the run, the same rate in both repetitions
@@ -109,7 +111,7 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     # the report: the database's CPU in a column of its own, the common rate and where it came from
     run, results = aggregate.load(env["store"], res.run_id)
     md = to_markdown.render(run, results).decode()
-    assert "| DB CPU µs/request |" in md and "measured once for the run" in md, md
+    assert "| DB CPU µs/request; connections |" in md and "measured once for the run" in md, md
     assert "Database: PostgreSQL " in md and "the harness's own on CPU" in md
     assert "| py-db | none, pool none; queries blocking |" in md
     [g] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]

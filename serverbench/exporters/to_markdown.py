@@ -29,7 +29,7 @@ EFFICIENCY_COLUMNS = ["place", "server", "language", "model", "server CPU µs/re
 
 
 # A db workload's table: the database's CPU per request beside the server's (never added to it).
-DB_COLUMN = "DB CPU µs/request"
+DB_COLUMN = "DB CPU µs/request; connections"
 
 
 def columns(kind: str, db: bool = False) -> list[str]:
@@ -42,10 +42,13 @@ def columns(kind: str, db: bool = False) -> list[str]:
 
 
 def db_cell(g: Group) -> str:
+    """The database's CPU per request and the row's connections to it (most open, most busy at once)."""
     d = g.figures.database
     if d.db_cpu_us_per_request is None:
         return "—"
-    return fmt_num(d.db_cpu_us_per_request, 1) + (" (on the client's CPU)" if d.db_shares_client_cpus else "")
+    conns = (f"; {d.db_connections_peak:.0f} connections, ≤ {d.db_active_peak:.0f} busy"
+             if d.db_connections_peak is not None and d.db_active_peak is not None else "")
+    return fmt_num(d.db_cpu_us_per_request, 1) + conns
 
 
 def served_cell(g: Group) -> str:

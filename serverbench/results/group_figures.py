@@ -126,6 +126,8 @@ class GroupDatabase(FigureGroup):
     db_cpu_us_per_request: float | None = None
     db_cpu_percent: float | None = None
     db_pool: float | None = None
+    db_connections_peak: float | None = None
+    db_active_peak: float | None = None
     db_shares_client_cpus: bool | None = None
     calibrated_on: str | None = None
 
@@ -136,6 +138,8 @@ def _database(g: Any) -> GroupDatabase:
         db_cpu_us_per_request=g.per_request(lambda m: m.database.db_cpu_user_s, lambda m: m.database.db_cpu_sys_s,
                                             scale=1e6),
         db_cpu_percent=g.median(lambda m: m.database.db_cpu_percent), db_pool=g.median(lambda m: m.database.db_pool),
+        db_connections_peak=g.median(lambda m: m.database.db_connections_peak),
+        db_active_peak=g.median(lambda m: m.database.db_active_peak),
         db_shares_client_cpus=any(x.db_shares_client_cpus for x in d) if d else None,
         calibrated_on=next((x.calibrated_on for x in d if x.calibrated_on), None))
 

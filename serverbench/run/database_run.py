@@ -9,7 +9,10 @@ sampled (it may be on another machine), and the cells say so by leaving the data
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+import psycopg
 
 from ..catalog import doctor
 from ..catalog.manifests import Manifest
@@ -66,10 +69,13 @@ class RunDatabase:
     def env(self, m: Manifest, workers: int) -> dict[str, str]:
         return rowenv.row_env(self.url, m, workers)
 
-    def sampler(self, interval: float) -> Sampler | None:
-        """The postmaster's tree (it forks a backend per connection) sampled like a server; None for
-        an existing database, whose processes are not this machine's to read."""
-        return Sampler(self.pg.pid, interval=interval) if self.pg is not None else None
+    def sampler(self, interval: float) -> "DatabaseSampler | None":
+        """The postmaster's tree (it forks a backend per connection) sampled like a server, and the rows'
+        connections counted once a second; None for an existing database, whose processes are not this
+        machine's to read."""
+        if self.pg is None:
+            return None
+        return DatabaseSampler(Sampler(self.pg.pid, interval=interval), self.pg.admin())
 
     def figures(self, usage: dict[str, Any] | None, ok: int, m: Manifest, workers: int) -> dict[str, Any]:
         """The cell's `DatabaseFigures`: the database's CPU over the measured run and per request."""
@@ -77,6 +83,7 @@ class RunDatabase:
         out: dict[str, Any] = {"db_pool": int(pool) if pool else None, "db_cpus": self.cpus,
                                "db_shares_client_cpus": bool(self.shared) if self.pg is not None else None}
         if usage:
+            out.update(db_connections_peak=usage.get("connections_peak"), db_active_peak=usage.get("active_peak"))
             user, sys_ = float(usage.get("cpu_user_s") or 0.0), float(usage.get("cpu_sys_s") or 0.0)
             out.update(db_cpu_user_s=round(user, 3), db_cpu_sys_s=round(sys_, 3),
                        db_cpu_percent=usage.get("cpu_percent_mean"),
@@ -97,3 +104,46 @@ class RunDatabase:
         if self.pg is not None:
             self.pg.stop()
             self.pg = None
+
+
+# pg_stat_activity once a second: cheap next to the load (one catalog read), often enough to see a pool
+# that opens all its connections or keeps them idle.
+CONNECTIONS_EVERY_S = 1.0
+_CONNECTIONS = ("SELECT count(*), count(*) FILTER (WHERE state = 'active') FROM pg_stat_activity "
+                "WHERE usename = %s AND pid <> pg_backend_pid()")
+
+
+class DatabaseSampler:
+    """The database's process tree (a Sampler) and its rows' connections: the most open, and the most
+    running a query, at any of the once-a-second looks."""
+
+    def __init__(self, tree: Sampler, admin: dict[str, object]) -> None:
+        self.tree, self.admin = tree, admin
+        self.peaks = [0, 0]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="db-connections", daemon=True)
+
+    def start(self) -> "DatabaseSampler":
+        self.tree.start()
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        try:
+            with psycopg.connect(**self.admin, autocommit=True) as c:
+                while True:
+                    row = c.execute(_CONNECTIONS, (schema.DB_USER,)).fetchone() or (0, 0)
+                    self.peaks = [max(self.peaks[0], int(row[0])), max(self.peaks[1], int(row[1] or 0))]
+                    if self._stop.wait(CONNECTIONS_EVERY_S):
+                        return
+        except psycopg.Error:
+            return  # the database went away: the tree's figures still say what it did
+
+    def stop(self) -> "DatabaseSampler":
+        self._stop.set()
+        self._usage = self.tree.stop().to_dict()
+        self._thread.join(timeout=5)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._usage, "connections_peak": self.peaks[0], "active_peak": self.peaks[1]}
