@@ -55,10 +55,11 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
         srv = None
         workers = m.workers or len(server_cpus)  # run_server's rule, needed first for $DB_POOL
         env = rowenv.row_env(db.target.url, m, workers) if db.target is not None and is_db_row(m) else None
+        # the database only for a db row: the others' db checks are skipped as "not a db row" anyway
+        dbkw: dict[str, Any] = {"db": db.target, "db_problem": db.problem} if is_db_row(m) else {}
         try:
             with supervisor.run_server(m, cpus=server_cpus, workers=workers, extra_env=env) as srv:
-                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, db=db.target,
-                                      db_problem=db.problem))
+                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, **dbkw))
         except supervisor.ServerStartError as e:
             results.append(CheckResult("starts", False, str(e).splitlines()[0]))
         if srv is not None:
