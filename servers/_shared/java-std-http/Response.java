@@ -61,6 +61,7 @@ final class Response {
             case 413: return "Payload Too Large";
             case 431: return "Request Header Fields Too Large";
             case 500: return "Internal Server Error";
+            case 503: return "Service Unavailable";
             case 505: return "HTTP Version Not Supported";
             default: return "Unknown";
         }

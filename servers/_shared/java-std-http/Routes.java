@@ -2,6 +2,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.Function;
 
 /**
  * The SPEC.md endpoints for the std-only java-* rows: request in, response out.
@@ -10,6 +11,12 @@ import java.nio.file.Path;
  */
 final class Routes {
     static volatile Path helloFile;
+    /**
+     * A row's own paths, asked before answering 404; null = none. The db rows set it to their
+     * database paths, which wait for their queries on the serving thread: only rows whose
+     * serving thread may block (java-threadpool, java-virtual-threads) set it.
+     */
+    static volatile Function<Request, Response> rowPaths;
 
     private Routes() {
     }
@@ -76,7 +83,9 @@ final class Routes {
                         : notAllowed(req, "POST");
                 break;
             default:
-                r = text(req, 404, "Not Found");
+                Function<Request, Response> more = rowPaths;
+                r = more == null ? null : more.apply(req);
+                if (r == null) r = text(req, 404, "Not Found");
         }
         r.headRequest = head;
         return r;
