@@ -4,6 +4,7 @@ need it, a db row told where it is, non-db rows kept out, the database's CPU sto
 
 Real PostgreSQL (skipped where it is not installed), the fake loadgen of tests/fixtures/run."""
 import json
+from types import SimpleNamespace as NS
 import os
 import sys
 from pathlib import Path
@@ -130,3 +131,16 @@ def test_a_db_url_without_the_schema_is_one_line_before_anything_runs(tmp_path: 
     from serverbench.run.database_run import RunDatabase
     with pytest.raises(DatabaseError, match=r"cannot connect to postgres://u:\*\*\*@127\.0\.0\.1:1/x"):
         RunDatabase.open(RunOptions(), "postgres://u:secret@127.0.0.1:1/x")
+
+
+def test_a_db_row_whose_db_checks_were_skipped_at_verify_is_kept_out() -> None:
+    from serverbench.verify.kinds import feature_unchecked
+    ran = [{"name": n, "passed": True} for n in ("db", "queries", "fortunes", "db-counts", "updates")]
+    assert feature_unchecked(NS(checks=ran), "db") is None
+    skipped = [*ran[:3], {"name": "db-counts", "passed": False, "skipped": True,
+                          "detail": "PostgreSQL is not installed"}, ran[4]]
+    assert feature_unchecked(NS(checks=skipped), "db") == (
+        "its db checks did not run at verify (PostgreSQL is not installed); fix: verify it again where they can run")
+    # a verdict from before the db checks existed holds none of them
+    assert feature_unchecked(NS(checks=[{"name": "root", "passed": True}]), "db").startswith("its db checks did not run")
+    assert feature_unchecked(None, "db") is None

@@ -266,6 +266,10 @@ class Gate:
         if self.cache[m.id] is None and w is not None:
             if "db" in w.features and not getattr(getattr(m, "choices", None), "db", False):
                 return "not a db row: it declares no db_* choices (SPEC.md, Database endpoints)"
+            if "db" in w.features and not self.allow_unverified:
+                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "db")
+                if unchecked is not None:
+                    return unchecked
             return kinds.not_run(self.store.verdict(m.id), w, tool)
         return self.cache[m.id]
 

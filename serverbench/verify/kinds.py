@@ -165,6 +165,22 @@ def not_run(v: Any | None, w: Any, tool: str | None = None) -> str | None:
     return admission(v.checks, v.passed).not_run_reason(workload_features(w, tool))
 
 
+def feature_unchecked(v: Any | None, feature: str) -> str | None:
+    """Why a row is left out of a workload using `feature` although it failed none of its checks: they
+    were skipped or absent at its verify (the db checks without PostgreSQL). None: they ran (or the row
+    was never verified, which the gate judges on its own)."""
+    if v is None:
+        return None
+    names = [n for n, k in KINDS.items() if k.kind == "feature" and k.feature == feature]
+    ran = {str(c.get("name")): c for c in v.checks}
+    for n in names:
+        c = ran.get(n)
+        if c is None or c.get("skipped"):
+            why = f" ({c.get('detail')})" if c is not None and c.get("detail") else ""
+            return f"its {feature} checks did not run at verify{why}; fix: verify it again where they can run"
+    return None
+
+
 def run_deviations(store: Any, servers: Iterable[str], until: str | None) -> dict[str, list[str]]:
     """Each server's deviations (robustness and security failures), one line each, from the latest
     verdict checked by `until` (a run's end): what the report marks beside its rows."""
