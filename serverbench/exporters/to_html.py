@@ -23,6 +23,7 @@ from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
 from ..cost import table as cost
+from ..seeds import section as seeds_section
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..catalog.kinds import FIXED_DEMAND, OVER_TIME
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
@@ -561,6 +562,7 @@ def render(run: Any, results: RunResults) -> bytes:
     for wl in workloads:
         _workload_section(page, wl)
     _database_changes(page, results)
+    seeds_section.to_page(page, run, results)
     _cost_of_ownership(page, results)
     _tools_compared(page, results)
     _deviations(page, results)

@@ -13,6 +13,7 @@ from . import cores_section, opening, overtime_section, placement, steady_sectio
 from . import database_section, models_section, noisy_section
 from ..cost import table as cost
 from ..results import ranking
+from ..seeds import section as seeds_section
 
 COLUMNS = ["place", "server", "language", "model", "requests/s (successful, median)", "interval", "errors",
            "connections served", "p50", "p99 (all due)", "CPU µs/request", "CPU (% / user+sys s)",
@@ -319,6 +320,7 @@ def render(run: Any, results: RunResults) -> bytes:
             lines.append("")
             lines += _not_run(pt)
     lines += database_changes(results)
+    lines += seeds_section.markdown(run, results)
     lines += cost_of_ownership(results)
     lines += tools_compared(results)
     lines += deviations(results)

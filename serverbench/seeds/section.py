@@ -1,0 +1,175 @@
+"""The "The published studies, re-measured" section: each study's table beside a stored run, as
+Markdown lines (`serverbench seeds`, the Markdown report) and as HTML parts of the report page.
+Reads loaded results only; a seeds file that does not load is shown as its one-line problem."""
+from __future__ import annotations
+
+import html
+from typing import Any, Callable
+
+from ..formatting import fmt_us
+from ..rules.fingerprint import normalize
+from .compare import Comparison, Entry, Flip, comparisons
+from .studies import Figure, SeedsError, Study, load_all
+
+TITLE = "The published studies, re-measured"
+NOTE = ("Each study's table as it published it (seeds/*.toml), beside this run's figure for the serverbench rows "
+        "that stand for its rows: the median over repetitions (requests/s, an overload point's peak) or the "
+        "percentile of the merged histograms. A pair is two published rows' counterparts: it keeps its order, "
+        "flips, or is not ordered (one published row for several servers, overlapping ranges, equal figures); "
+        "Kendall's tau-b over the same pairs. A flip's cause is named only where the study's own figures or this "
+        "run's stored ones show it, for the row the study placed behind: broken keep-alive (its socket errors at "
+        "least a tenth of its requests), a client-bound study (its figure within 10 % of the client ceiling the "
+        "study states), measured cold (here the row's first warm-up second gave at most half its steady rate, "
+        "and the published method names no warm-up); otherwise it says unexplained. Hardware and versions "
+        "differ and are stated, not used as a cause.")
+HEADERS = ["published row", "place", "published", "serverbench row", "version here", "here"]
+
+
+def _num(x: float) -> str:
+    return f"{x:,.10g}"
+
+
+def published_text(f: Figure | None, approx: bool) -> str:
+    if f is None:
+        return "—"
+    if isinstance(f, str):
+        return f
+    if isinstance(f, tuple):
+        return f"{_num(f[0])}–{_num(f[1])}"
+    return ("≈ " if approx else "") + _num(f)
+
+
+def our_text(c: Comparison, v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.0f}" if c.compare.ours == "requests/s" else fmt_us(v)
+
+
+def facts(study: Study) -> list[str]:
+    """The study's source, hardware, versions, method and its own caveats, one line each."""
+    out = [f"Study: {study.title}" + (f" ({study.date})" if study.date else "") + (f", {study.url}" if study.url else "")
+           + f". Hardware: {study.hardware}. Method: {study.method}.",
+           "Versions: " + "; ".join(f"{k} {v}" for k, v in study.versions.items()) + "."]
+    if study.warmup:
+        out.append(f"Warm-up: {study.warmup}.")
+    out += [f"The study's own caveat: {c}." for c in study.caveats]
+    out += [f"The study's text: {x}." for x in study.statements]
+    out += [f"serverbench's reading: {r}." for r in study.readings]
+    if not study.figures_published:
+        out.append("Published as charts only: no figures to set beside a run. Rows it names: "
+                   + ", ".join(f"{r.name} → {', '.join(r.maps_to) or 'none'}" for r in study.row) + ".")
+    return out
+
+
+def this_run(run: Any) -> str:
+    fp = normalize(getattr(run, "fingerprint", None))
+    return (f"This run ({getattr(run, 'id', '?')}): {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
+            f"kernel {fp.get('kernel', '?')}; each row's version beside its figure.")
+
+
+def rows(c: Comparison, run: Any) -> list[list[str]]:
+    """Every published row, once per serverbench row standing for it (or once with why none does)."""
+    servers = normalize(getattr(run, "fingerprint", None)).get("servers") or {}
+    found = {(e.row.name, e.server): e for e in c.entries}
+    out = []
+    for r in c.study.row:
+        pub = published_text(r.figures.get(c.compare.column), r.approx)
+        place = "—" if r.place is None else str(r.place)
+        for sid in r.maps_to or [""]:
+            e: Entry | None = found.get((r.name, sid))
+            ours = our_text(c, e.ours if e else None) if sid else (r.note or "no row here")
+            version = str((servers.get(sid) or {}).get("version") or "—") if sid else ""
+            out.append([r.name, place, pub, sid or "none", version, ours])
+    return out
+
+
+def agreement(c: Comparison) -> str:
+    n = len(c.kept) + len(c.flips) + len(c.unordered)
+    if n == 0:
+        return "Fewer than two published rows have a counterpart measured here: no pair to compare."
+    by_study = sum(1 for *_, side in c.unordered if side == "the study")
+    tau = "not defined (one side orders no pair)" if c.tau is None else f"{c.tau:+.2f}"
+    return (f"Of {n} pairs, {len(c.kept)} keep their order, {len(c.flips)} flip, {by_study} are not ordered by the "
+            f"study and {len(c.unordered) - by_study} not by this run; Kendall's tau-b {tau}.")
+
+
+def flip_text(c: Comparison, f: Flip) -> str:
+    w, b = f.study_worse, f.study_better
+    return (f"{w.server} ({w.row.name}) ahead of {b.server} ({b.row.name}) here ({our_text(c, w.ours)} vs "
+            f"{our_text(c, b.ours)}), behind in the study ({published_text(w.published, w.row.approx)} vs "
+            f"{published_text(b.published, b.row.approx)}): " + "; ".join(f.causes))
+
+
+def heading(c: Comparison) -> str:
+    where = f"{c.compare.workload} · {c.point}" if c.point else f"{c.compare.workload} (not measured in this run)"
+    return f"{c.compare.column} beside {where}"
+
+
+def _load(studies: list[Study] | None) -> tuple[list[Study], str | None]:
+    if studies is not None:
+        return studies, None
+    try:
+        return load_all(), None
+    except SeedsError as e:
+        return [], str(e)
+
+
+def _shown(run: Any, results: Any, studies: list[Study] | None, everything: bool
+           ) -> tuple[list[tuple[Study, list[Comparison]]], str | None]:
+    """Each study with its comparisons: all of them (`everything`), or only the studies and columns
+    whose workload the run measured."""
+    studies, problem = _load(studies)
+    out = []
+    for s in studies:
+        comps = [c for c in comparisons([s], results) if everything or c.point]
+        if everything or comps:
+            out.append((s, comps))
+    return out, problem
+
+
+def markdown(run: Any, results: Any, studies: list[Study] | None = None, everything: bool = False) -> list[str]:
+    """The section's Markdown lines; without `everything` (the report) only the studies and columns
+    whose workload the run measured, and nothing when there are none."""
+    shown, problem = _shown(run, results, studies, everything)
+    if not shown and not problem:
+        return []
+    lines = [f"## {TITLE}", "", NOTE, "", this_run(run), ""] + ([f"⚠ {problem}", ""] if problem else [])
+    for study, comps in shown:
+        lines += [f"### {study.title}", ""] + [f"{x}  " for x in facts(study)] + [""]
+        for c in comps:
+            lines += [f"#### {heading(c)}", ""]
+            if c.point is None:
+                continue
+            lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
+            lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run)]
+            lines += ["", agreement(c), ""] + [f"- {flip_text(c, f)}" for f in c.flips] + ([""] if c.flips else [])
+    return lines
+
+
+def _table(headers: list[str], body: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in body)
+    return f'<div class="tablewrap"><table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
+
+
+def to_page(page: Any, run: Any, results: Any, studies: list[Study] | None = None) -> None:
+    """The section on the HTML report's page (its `heading(level, text)` and `add(html)`), when the
+    run measured a study's workload."""
+    shown, problem = _shown(run, results, studies, everything=False)
+    if not shown and not problem:
+        return
+    esc: Callable[[str], str] = html.escape
+    page.heading(2, TITLE)
+    page.add(f'<p class="desc">{esc(NOTE)}</p><p>{esc(this_run(run))}</p>'
+             + (f"<p>⚠ {esc(problem)}</p>" if problem else ""))
+    for study, comps in shown:
+        page.heading(3, study.title)
+        page.add("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in facts(study)) + "</ul>")
+        for c in comps:
+            page.heading(4, f"{study.title}: {heading(c)}", toc=False)
+            flips = "".join(f"<li>{esc(flip_text(c, f))}</li>" for f in c.flips)
+            page.add(_table(HEADERS, rows(c, run)) + f"<p>{esc(agreement(c))}</p>"
+                     + (f"<ul>{flips}</ul>" if flips else ""))
+
+
+__all__ = ["markdown", "to_page", "rows", "agreement", "flip_text", "facts", "TITLE", "NOTE", "HEADERS"]
