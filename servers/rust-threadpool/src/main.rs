@@ -1,8 +1,11 @@
 //! serverbench contestant: a fixed pool of worker threads doing blocking I/O,
 //! in the style of the Rust book's final chapter. Each job is one whole
 //! connection, so at most $WORKERS connections are served at once; the rest
-//! wait in the channel until a worker is free. std only: no crates but the
-//! std-only `rust-contract` (SPEC rules shared by the Rust rows).
+//! wait in the channel until a worker is free. HTTP with std only (and the
+//! std-only `rust-contract`, SPEC rules shared by the Rust rows); the
+//! database paths, in `db`, use the blocking `postgres` driver through r2d2.
+
+mod db;
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -13,6 +16,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rust_contract::db::{Database, DbQuery};
 use rust_contract::http::{self, HeadFields, Response};
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 
@@ -220,10 +224,13 @@ fn read_chunked(reader: &mut BufReader<TcpStream>) -> Result<Vec<u8>, ReadError>
 
 struct Ctx {
     hello_file: PathBuf,
+    /// None without `$DATABASE_URL`.
+    pool: Option<db::Pool>,
 }
 
 /// Serializes {"message": msg}. Rust's std has no JSON library, so this is a
 /// minimal serializer with correct string escaping, run on every request.
+/// (The row's crates serve only its database paths; /json stays std only.)
 fn json_message(msg: &str) -> Vec<u8> {
     let mut s = String::with_capacity(msg.len() + 16);
     s.push_str("{\"message\":\"");
@@ -243,6 +250,11 @@ fn json_message(msg: &str) -> Vec<u8> {
 }
 
 fn route(req: Request, ctx: &Ctx) -> Response {
+    match DbQuery::route(&req.method, &req.target) {
+        Some(Ok(query)) => return db::answer(query, ctx.pool.as_ref()).with_server("rust-threadpool"),
+        Some(Err(wrong_method)) => return wrong_method.with_server("rust-threadpool"),
+        None => {}
+    }
     let (path, query) = match http::resolve(&req.method, &req.target) {
         Ok(found) => found,
         Err(not_found_or_405) => return not_found_or_405,
@@ -332,6 +344,8 @@ fn linger_close(stream: &mut TcpStream, reader: &mut BufReader<TcpStream>) {
 
 fn main() {
     let Env { host, port, workers, hello_file } = Env::from_env("rust-threadpool");
+    // The pool opens its connections before the row listens.
+    let db_pool = Database::from_env("rust-threadpool").as_ref().map(db::pool);
 
     let listener = match TcpListener::bind((host.as_str(), port)) {
         Ok(l) => l,
@@ -344,7 +358,7 @@ fn main() {
 
     // SIGTERM keeps its default disposition (terminate), which no blocked
     // worker can delay, so no signal handling is needed.
-    let ctx = Arc::new(Ctx { hello_file });
+    let ctx = Arc::new(Ctx { hello_file, pool: db_pool });
     let pool = ThreadPool::new(workers);
     for stream in listener.incoming() {
         match stream {

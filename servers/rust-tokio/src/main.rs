@@ -2,7 +2,10 @@
 //! task per connection, HTTP/1.1 handled by hand over tokio::net::TcpStream.
 //! Request heads are parsed with `httparse` by rust-contract's `Connection`,
 //! which holds a connection's HTTP state without its socket; this row does
-//! the I/O, waiting and file reading the tokio way.
+//! the I/O, waiting and file reading the tokio way. The database paths are
+//! in `db` (tokio-postgres through deadpool-postgres).
+
+mod db;
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rust_contract::db::{Database, DbQuery};
 use rust_contract::http::Response;
 use rust_contract::request::{Connection, Drain, Event, Request, LINGER, READ_CHUNK};
 use rust_contract::route::{self, Action};
@@ -19,7 +23,20 @@ use tokio::net::{TcpSocket, TcpStream};
 
 // ---------------------------------------------------------------- handlers
 
-async fn answer(req: Request, hello_file: &Path) -> Response {
+/// What every connection task shares: the file of `/file` and the database pool.
+struct Ctx {
+    hello_file: Box<Path>,
+    /// None without `$DATABASE_URL`.
+    pool: Option<deadpool_postgres::Pool>,
+}
+
+async fn answer(req: Request, ctx: &Ctx) -> Response {
+    match DbQuery::route(&req.method, &req.target) {
+        Some(Ok(query)) => return db::answer(query, ctx.pool.as_ref()).await.with_server("rust-tokio"),
+        Some(Err(wrong_method)) => return wrong_method.with_server("rust-tokio"),
+        None => {}
+    }
+    let hello_file = &*ctx.hello_file;
     match route::action(&req.method, &req.target, req.body) {
         Action::Respond(resp) => resp,
         Action::File => Response::file(tokio::fs::read(hello_file).await, hello_file),
@@ -29,7 +46,7 @@ async fn answer(req: Request, hello_file: &Path) -> Response {
 
 // ---------------------------------------------------------------- connection
 
-async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
+async fn serve(mut stream: TcpStream, ctx: Arc<Ctx>) {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::default();
     loop {
@@ -43,7 +60,7 @@ async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
                 Ok(()) => conn.written(),
                 Err(_) => return,
             },
-            Event::Request(req) => conn.respond(answer(req, &hello_file).await),
+            Event::Request(req) => conn.respond(answer(req, &ctx).await),
             Event::Close => break,
         }
     }
@@ -59,7 +76,10 @@ async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
 
 fn main() {
     let env = Env::from_env("rust-tokio");
-    let hello_file: Arc<Path> = Arc::from(env.hello_file.as_path());
+    let ctx = Arc::new(Ctx {
+        hello_file: env.hello_file.clone().into_boxed_path(),
+        pool: Database::from_env("rust-tokio").as_ref().map(db::pool),
+    });
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(env.workers)
@@ -76,7 +96,7 @@ fn main() {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
-                    tokio::spawn(serve(stream, Arc::clone(&hello_file)));
+                    tokio::spawn(serve(stream, Arc::clone(&ctx)));
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning.

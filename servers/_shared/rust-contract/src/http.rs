@@ -25,6 +25,7 @@ pub fn reason(status: u16) -> &'static str {
         413 => "Content Too Large",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         505 => "HTTP Version Not Supported",
         _ => "Unknown",
     }
@@ -37,11 +38,18 @@ pub struct Response {
     pub body: Vec<u8>,
     /// The `Allow` field of a 405.
     pub allow: Option<&'static str>,
+    /// The `Server` field, sent by the database paths only (SPEC).
+    pub server: Option<&'static str>,
 }
 
 impl Response {
     pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Response {
-        Response { status, content_type, body, allow: None }
+        Response { status, content_type, body, allow: None, server: None }
+    }
+
+    /// The same response with a `Server` field naming `server`.
+    pub fn with_server(self, server: &'static str) -> Response {
+        Response { server: Some(server), ..self }
     }
 
     pub fn text(status: u16, body: &str) -> Response {
@@ -87,6 +95,9 @@ impl Response {
         out.extend_from_slice(b"Date: ");
         out.extend_from_slice(date);
         out.extend_from_slice(b"\r\n");
+        if let Some(server) = self.server {
+            let _ = write!(out, "Server: {server}\r\n");
+        }
         if let Some(allow) = self.allow {
             let _ = write!(out, "Allow: {allow}\r\n");
         }
@@ -100,15 +111,22 @@ impl Response {
     }
 }
 
-/// Splits a request target into SPEC's path and the query string, accepting
-/// the absolute form too (RFC 9112 §3.2.2), and checks the method: Err holds
-/// the 404 for an unknown path or the 405 (with `Allow`) for a wrong method.
-pub fn resolve<'t>(method: &str, target: &'t str) -> Result<(&'t str, &'t str), Response> {
+/// Splits a request target into its path and query string, accepting the
+/// absolute form too (RFC 9112 §3.2.2).
+pub fn split_target(target: &str) -> (&str, &str) {
     let target = match target.strip_prefix("http://") {
         Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
         None => target,
     };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    target.split_once('?').unwrap_or((target, ""))
+}
+
+/// Splits a request target into SPEC's path and the query string (see
+/// `split_target`), and checks the method: Err holds the 404 for an unknown
+/// path (the database paths included: `db::DbQuery::route` has those) or the
+/// 405 (with `Allow`) for a wrong method.
+pub fn resolve<'t>(method: &str, target: &'t str) -> Result<(&'t str, &'t str), Response> {
+    let (path, query) = split_target(target);
     let allowed = match path {
         "/" | "/json" | "/file" | "/delay" | "/tenth" => "GET",
         "/echo" => "POST",
@@ -239,6 +257,11 @@ mod tests {
         out.clear();
         Response::new(200, "application/octet-stream", vec![]).write_dated(&mut out, true, true, DATE);
         assert!(out.ends_with(b"GMT\r\nConnection: keep-alive\r\n\r\n"));
+        out.clear();
+        Response::error(503).with_server("row").write_dated(&mut out, true, false, DATE);
+        let want = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n\
+                    Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: row\r\n\r\nService Unavailable";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
     #[test]
@@ -263,6 +286,9 @@ mod tests {
         assert_eq!(resolve("GET", "http://example.com").ok(), Some(("/", "")));
         assert_eq!(resolve("POST", "/echo").ok(), Some(("/echo", "")));
         assert_eq!(resolve("GET", "/nope").err().map(|r| r.status), Some(404));
+        assert_eq!(resolve("GET", "/db").err().map(|r| r.status), Some(404));
+        assert_eq!(split_target("http://h/queries?queries=3"), ("/queries", "queries=3"));
+        assert_eq!(split_target("/fortunes"), ("/fortunes", ""));
         assert_eq!(resolve("GET", "/json/").err().map(|r| r.status), Some(404));
         let r = resolve("POST", "/").err().unwrap();
         assert_eq!((r.status, r.allow), (405, Some("GET")));

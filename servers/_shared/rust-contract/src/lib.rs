@@ -6,7 +6,9 @@
 //! most once a second). For the two async rows (rust-tokio, rust-async-std),
 //! which differ only in their runtime's I/O, timers and file reads: with the
 //! `httparse` feature `request` reads requests out of a connection's bytes,
-//! and with the `serde` feature `route` decides what answers them.
+//! and with the `serde` feature `route` decides what answers them. `db`
+//! has SPEC's database endpoints apart from any driver (which each row
+//! brings in its own src).
 //!
 //! std only by default, because rust-threadpool is a std-only row. How a row
 //! waits, reads and writes (its concurrency model) stays in the row: this
@@ -20,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub mod date;
+pub mod db;
 pub mod http;
 #[cfg(any(feature = "httparse", test))]
 pub mod request;
