@@ -5,7 +5,7 @@ Each reads only aggregate.RunResults (never the raw metrics), so all formats agr
 `*_section.py` modules hold a section shared by Markdown and HTML; `report.py` writes the files.
 
 May import: formatting, model, store, catalog, rules (the warm-up rule's figures, the fingerprint's
-normal form and split line), results, charts, cost, overtime; never the measuring folders (run,
+normal form and split line), results, seeds (the published studies beside a run), charts, cost, overtime; never the measuring folders (run,
 processes, cluster, crosscheck). Nothing imports the exporters but the CLI.
 """
 from __future__ import annotations
