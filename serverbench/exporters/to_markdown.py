@@ -47,7 +47,7 @@ def db_cell(g: Group) -> str:
     d = g.figures.database
     if d.db_cpu_us_per_request is None:
         return "—"
-    conns = (f"; {d.db_connections_peak:.0f} connections, ≤ {d.db_active_peak:.0f} busy"
+    conns = (f"; {d.db_connections_peak:.0f} open, at most {d.db_active_peak:.0f} running a query"
              if d.db_connections_peak is not None and d.db_active_peak is not None else "")
     return fmt_num(d.db_cpu_us_per_request, 1) + conns
 

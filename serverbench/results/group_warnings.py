@@ -71,8 +71,12 @@ def judge(g: Any) -> list[Caveat]:
                                   "process may have interfered, consider re-running")
     if g.client_saturated:
         cpu = g.median(lambda m: m.client.client_cpu_percent)
-        add("client-bound", "warning", "client-bound — the load generator was saturated"
-            + (f" ({cpu:.0f} % CPU)" if cpu is not None else "") + "; the server may be faster than shown")
+        db = g.median(lambda m: m.database.db_cpu_percent if m.database.db_shares_client_cpus else None)
+        # the database on the load generator's CPUs: their two CPUs together are what saturated them
+        used = (f" ({cpu:.0f} % CPU, and PostgreSQL {db:.0f} % on the same CPUs)" if cpu is not None and db
+                else f" ({cpu:.0f} % CPU)" if cpu is not None else "")
+        add("client-bound", "warning", "client-bound — the load generator's CPUs were saturated" + used
+            + "; the server may be faster than shown")
     skews = [c.metrics.client.shard_start_skew_ms for c in g.ok if c.metrics.client.shard_start_skew_ms is not None]
     if skews and max(skews) > SKEW_WARN_MS:
         add("shard-skew", "warning", f"load shards started up to {max(skews):.1f} ms apart (> {SKEW_WARN_MS:g} ms): "
