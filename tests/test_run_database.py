@@ -42,6 +42,13 @@ rate = "50%"
 rate_basis = "run"
 calibration = "1s"
 duration = "1s"
+[[quick.points]]
+label = "rate=25%"
+mode = "open"
+rate = "25%"
+rate_basis = "run"
+calibration = "1s"
+duration = "1s"
 [full]
 [[full.points]]
 label = "rate=50%"
@@ -82,7 +89,7 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     from serverbench.run.fingerprint import fingerprint
     fp = fingerprint(env["rows"], server_cpus=[0], client_cpus=[client])
     res = run_matrix(env["store"], opts, manifests=env["rows"], workloads=[env["workload"]], fingerprint=fp)
-    assert (res.status, res.ok, res.skipped) == ("finished", 2, 2), res
+    assert (res.status, res.ok, res.skipped) == ("finished", 4, 4), res
     cells = env["store"].cells(res.run_id)
     skipped = [c for c in cells if c.server == "py-ok"]
     assert all(c.status == "skipped" and "not a db row" in (c.error or "") for c in skipped)
@@ -98,11 +105,13 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
         assert d.db_connections_peak == 1 and d.db_active_peak in (0, 1)
         # the server's usage is its own tree: Postgres' processes are not in it
         assert c.metrics.usage.processes_peak is not None and c.metrics.usage.processes_peak <= 2
-    # one calibration for the run, the same rate in both repetitions
-    assert ok[0].metrics.offered.target_rate == ok[1].metrics.offered.target_rate
+    # one calibration for the run and the path: the same rate in both repetitions, and 25 % half of 50 %
+    rate = {(c.point, c.repetition): c.metrics.offered.target_rate for c in ok}
+    assert rate[("rate=50%", 1)] == rate[("rate=50%", 2)] and rate[("rate=25%", 1)] == rate[("rate=25%", 2)]
+    assert abs(rate[("rate=25%", 1)] - rate[("rate=50%", 1)] / 2) <= 0.1 or rate[("rate=25%", 1)] == 1.0
     runs = [json.loads(line)["argv"] for line in env["calls"].read_text().splitlines()]
     closed = [a for a in runs if "--rate" not in a]  # the calibration is the one closed load
-    assert len(runs) == 3 and len(closed) == 1, runs
+    assert len(runs) == 5 and len(closed) == 1, runs
     facts = env["store"].run(res.run_id).fingerprint["database"]
     assert facts["where"] == "managed" and facts["settings"]["synchronous_commit"] == "off"
     # stopped by the runner's cleanup: its folder removed, no postmaster of it left
@@ -115,7 +124,7 @@ def test_a_db_run_starts_one_database_tells_db_rows_and_stops_it(env: dict) -> N
     assert "| DB CPU µs/request; connections |" in md and "measured once for the run" in md, md
     assert "Database: PostgreSQL " in md and "the harness's own on CPU" in md
     assert "| py-db | none, pool none; queries blocking |" in md
-    [g] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]
+    [g, _] = [g for w in results.workloads for p in w.points for g in p.groups if g.server == "py-db"]
     assert g.figures.database.db_cpu_us_per_request is not None and g.figures.database.calibrated_on == "py-db"
 
 

@@ -78,16 +78,19 @@ class Runner:
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
         self.db: RunDatabase | None = None  # the run's database, when a workload has the db feature
-        # rate_basis = "run": (workload, point) -> (rate, the calibration's rps, the row it was measured on)
-        self.common_rates: dict[tuple[str, str], tuple[float, float, str]] = {
-            (c.workload, c.point): (c.metrics.offered.target_rate, c.metrics.setup.calibration_rps or 0.0,
-                                    c.metrics.database.calibrated_on)
-            for c in store.cells(run_id) if c.metrics.database.calibrated_on and c.metrics.offered.target_rate}
-        # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
-        self.machine_cpus = supervisor.online_cpus()
-        self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
-        if opts.server_on_cluster:
-            self.gate.remote = (lambda m: self.load_cluster().server_host(m), opts.server_cpus)
+        # rate_basis = "run": (workload, path) -> (the calibration's rps, the row it was measured on); one
+        # calibration serves every point of a workload on the same path (rate=20% and rate=80% share it)
+        self.capacities: dict[tuple[str, str], tuple[float, str]] = self._stored_capacities(workloads)
+
+    def _stored_capacities(self, workloads: list[Workload]) -> dict[tuple[str, str], tuple[float, str]]:
+        """--resume: the run's calibrations as its cells stored them, so every row keeps the same rate."""
+        path_of = {(w.name, p.label): p.path or w.path for w in workloads
+                   for s in (w.quick, w.full) if s is not None for p in s.points}
+        return {(c.workload, path_of[(c.workload, c.point)]): (c.metrics.setup.calibration_rps,
+                                                             c.metrics.database.calibrated_on)
+                for c in self.store.cells(self.run_id)
+                if c.metrics.database.calibrated_on and c.metrics.setup.calibration_rps
+                and (c.workload, c.point) in path_of}
 
     def load_cluster(self) -> Any:
         """The --cluster's client (and local workers), started on first use."""
@@ -331,22 +334,22 @@ class Runner:
 
     def _rate(self, m: Any, w: Workload, p: Point, lg_run: Any, metrics: dict[str, Any]) -> float:
         """An "N%" point's rate: N % of the closed-loop capacity a calibration measures on this row, or,
-        with rate_basis = "run", on the run's first row to reach the point, then the same for every row."""
-        key = (w.name, p.label)
-        if p.rate_basis == "run" and key in self.common_rates:
-            rate, cap, on = self.common_rates[key]
+        with rate_basis = "run", on the run's first row to reach the workload's path, then the same
+        capacity (and so the same rate for a point) for every row."""
+        key = (w.name, p.path or w.path)
+        if p.rate_basis == "run" and key in self.capacities:
+            cap, on = self.capacities[key]
         else:
             calib = self.load_calibration(lg_run, p)
             cap, on = float(calib.report.summary.rps or 0.0), m.id
             if cap <= 0:
                 raise LoadgenError(f"calibration measured 0 rps ({calib.report.summary.errors} errors)")
-            rate = max(1.0, round(cap * float(p.rate_fraction or 1.0), 1))
             if p.rate_basis == "run":
-                self.common_rates[key] = (rate, cap, on)
+                self.capacities[key] = (cap, on)
         metrics["calibration_rps"] = cap
         if p.rate_basis == "run":
             metrics["calibrated_on"] = on
-        return rate
+        return max(1.0, round(cap * float(p.rate_fraction or 1.0), 1))
 
     @staticmethod
     def load_calibration(lg_run: Any, p: Point) -> LoadgenResult:
