@@ -81,6 +81,11 @@ class Runner:
         # rate_basis = "run": (workload, path) -> (the calibration's rps, the row it was measured on); one
         # calibration serves every point of a workload on the same path (rate=20% and rate=80% share it)
         self.capacities: dict[tuple[str, str], tuple[float, str]] = self._stored_capacities(workloads)
+        # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
+        self.machine_cpus = supervisor.online_cpus()
+        self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
+        if opts.server_on_cluster:
+            self.gate.remote = (lambda m: self.load_cluster().server_host(m), opts.server_cpus)
 
     def _stored_capacities(self, workloads: list[Workload]) -> dict[tuple[str, str], tuple[float, str]]:
         """--resume: the run's calibrations as its cells stored them, so every row keeps the same rate."""
