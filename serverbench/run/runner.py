@@ -66,6 +66,17 @@ def _planned_s(size: Size, p: Point, first: bool) -> float:
     return (steady if first and steady > 0 else size.warmup_seconds()) + p.planned_seconds()
 
 
+def stored_capacities(store: Store, run_id: int, workloads: list[Workload]) -> dict[tuple[str, str], tuple[float, str]]:
+    """--resume: the run's calibrations as its cells stored them, so every row keeps the same rate."""
+    path_of = {(w.name, p.label): p.path or w.path for w in workloads
+               for s in (w.quick, w.full) if s is not None for p in s.points}
+    return {(c.workload, path_of[(c.workload, c.point)]): (c.metrics.setup.calibration_rps,
+                                                         c.metrics.database.calibrated_on)
+            for c in store.cells(run_id)
+            if c.metrics.database.calibrated_on and c.metrics.setup.calibration_rps
+            and (c.workload, c.point) in path_of}
+
+
 class Runner:
     """Runs one matrix into `store`; see run_matrix()."""
 
@@ -80,22 +91,12 @@ class Runner:
         self.db: RunDatabase | None = None  # the run's database, when a workload has the db feature
         # rate_basis = "run": (workload, path) -> (the calibration's rps, the row it was measured on); one
         # calibration serves every point of a workload on the same path (rate=20% and rate=80% share it)
-        self.capacities: dict[tuple[str, str], tuple[float, str]] = self._stored_capacities(workloads)
+        self.capacities: dict[tuple[str, str], tuple[float, str]] = stored_capacities(store, run_id, workloads)
         # this machine's CPUs, taken before run_matrix pins the harness to the client CPUs
         self.machine_cpus = supervisor.online_cpus()
         self._online: list[int] | None = None  # the server machine's CPUs, for cores sweeps
         if opts.server_on_cluster:
             self.gate.remote = (lambda m: self.load_cluster().server_host(m), opts.server_cpus)
-
-    def _stored_capacities(self, workloads: list[Workload]) -> dict[tuple[str, str], tuple[float, str]]:
-        """--resume: the run's calibrations as its cells stored them, so every row keeps the same rate."""
-        path_of = {(w.name, p.label): p.path or w.path for w in workloads
-                   for s in (w.quick, w.full) if s is not None for p in s.points}
-        return {(c.workload, path_of[(c.workload, c.point)]): (c.metrics.setup.calibration_rps,
-                                                             c.metrics.database.calibrated_on)
-                for c in self.store.cells(self.run_id)
-                if c.metrics.database.calibrated_on and c.metrics.setup.calibration_rps
-                and (c.workload, c.point) in path_of}
 
     def load_cluster(self) -> Any:
         """The --cluster's client (and local workers), started on first use."""
