@@ -66,6 +66,9 @@ class Choices(BaseModel):
     db_wait: Literal["async", "blocking"] | None = None
     db_pipelining: OnOff | None = None
     db_prepared: OnOff | None = None
+    # The `tls` feature (SPEC.md, "TLS"): the library that serves HTTPS, or why the stack serves none here.
+    tls_library: str | None = Field(default=None, min_length=1)
+    tls_out: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _db_keys_together(self) -> "Choices":
@@ -74,11 +77,17 @@ class Choices(BaseModel):
         if given and len(given) < len(keys):
             missing = ", ".join(k for k in keys if k not in given)
             raise ValueError(f"a db row declares every db_* choice; missing: {missing} (see SPEC.md, Choices)")
+        if self.tls_library is not None and self.tls_out is not None:
+            raise ValueError("tls_library and tls_out exclude each other: a row serves TLS or says why not")
         return self
 
     @property
     def db(self) -> bool:
         return self.db_driver is not None
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_library is not None
 
 
 class Manifest(BaseModel):
