@@ -130,6 +130,21 @@ def test_a_rate_not_held_ranks_after_rates_held(tmp_path: Path) -> None:
     assert "did not hold 25,000 (achieved 12,000)" in md
 
 
+def test_rows_that_did_not_hold_rank_by_the_rate_they_answered_not_by_p99(tmp_path: Path) -> None:
+    # both fell behind, so both p99s are the run's length; the one that answered four times more ranks first
+    store = Store(tmp_path / "r.db")
+    rid = store.new_run({}, {})
+    store.record_cell(rid, _cell("answered-little", 1, kind="fixed-load", target_rate=1_188, rps=227.0,
+                                 p99_us=3_790_000, requests=900, ok=900, errors=0))
+    store.record_cell(rid, _cell("answered-most", 1, kind="fixed-load", target_rate=1_188, rps=957.0,
+                                 p99_us=3_890_000, requests=3_800, ok=3_800, errors=0))
+    store.record_cell(rid, _cell("held", 1, kind="fixed-load", target_rate=1_188, rps=1_188.0,
+                                 p99_us=3_950_000, requests=4_750, ok=4_750, errors=0))
+    _, results = aggregate.load(store, rid)
+    [pt] = results.workloads[0].points
+    assert [g.server for g in pt.groups] == ["held", "answered-most", "answered-little"]
+
+
 def _throughput_run(tmp_path: Path, rows: dict[str, list[float]], saturated: set[str] = frozenset(),
                     not_steady: set[str] = frozenset()):
     store = Store(tmp_path / "t.db")

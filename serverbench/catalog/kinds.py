@@ -51,7 +51,8 @@ RANKED_BY: dict[str, tuple[str, str]] = {
     "throughput": ("successful requests/s",
                    "the load is closed (each connection waits for its answer), so a faster server answers "
                    "more; cells with more than 1 % errors rank after the clean ones"),
-    "fixed-load": ("p99 over every due request, then timeouts, then server CPU per request",
+    "fixed-load": ("p99 over every due request, then timeouts, then server CPU per request (rows that did not "
+                   "hold the rate after, by the rate they answered)",
                    "demand is fixed, so every server that keeps up answers the same requests/s; what differs "
                    "is how long requests wait (timed-out and unanswered ones count at their age) and what "
                    "the answers cost"),
