@@ -7,6 +7,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLContext;
 
 /**
  * One HTTP/1.1 connection served with blocking socket I/O: read until the shared
@@ -30,10 +31,15 @@ final class BlockingHttp implements Runnable {
         this.socket = socket;
     }
 
-    /** Binds $HOST:$PORT, or exits with a message. */
+    /**
+     * Binds $HOST:$PORT, or exits with a message. With $TLS_CERT/$TLS_KEY the socket is
+     * JSSE's SSLServerSocket: accepted sockets are SSLSockets, whose handshake runs on the
+     * connection's own thread at its first read, and whose close sends close_notify.
+     */
     static ServerSocket listen(ServerEnv env) {
+        SSLContext tls = ServerTls.context(env);   // null: plaintext
         try {
-            ServerSocket server = new ServerSocket();
+            ServerSocket server = tls == null ? new ServerSocket() : tls.getServerSocketFactory().createServerSocket();
             server.setReuseAddress(true);
             server.bind(new InetSocketAddress(env.host(), env.port()), ServerEnv.BACKLOG);
             return server;

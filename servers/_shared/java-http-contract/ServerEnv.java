@@ -31,6 +31,7 @@ record ServerEnv(String name, String host, int port, int workers, Path helloFile
     }
 
     void listening(String how) {
-        System.out.println(name + " listening on " + host + ":" + port + " (" + how + ")");
+        String scheme = ServerTls.requested() ? "https" : "http";
+        System.out.println(name + " listening on " + scheme + "://" + host + ":" + port + " (" + how + ")");
     }
 }
