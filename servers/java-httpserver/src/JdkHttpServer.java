@@ -1,6 +1,8 @@
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Executors;
+import javax.net.ssl.SSLContext;
 
 /**
  * java-httpserver: the JDK's own HttpServer with a fixed pool of $WORKERS threads as
@@ -27,9 +30,17 @@ public final class JdkHttpServer implements HttpHandler {
 
     public static void main(String[] args) {
         ServerEnv env = ServerEnv.read("java-httpserver");
+        SSLContext tls = ServerTls.context(env);   // null: plaintext
         HttpServer server = null;
         try {
-            server = HttpServer.create(new InetSocketAddress(env.host(), env.port()), ServerEnv.BACKLOG);
+            InetSocketAddress address = new InetSocketAddress(env.host(), env.port());
+            if (tls == null) {
+                server = HttpServer.create(address, ServerEnv.BACKLOG);
+            } else {   // the JDK's HTTPS flavour of the same server, configured with the JDK's defaults
+                HttpsServer https = HttpsServer.create(address, ServerEnv.BACKLOG);
+                https.setHttpsConfigurator(new HttpsConfigurator(tls));
+                server = https;
+            }
         } catch (IOException e) {
             env.cannotListen(e.getMessage());   // exits
         }
