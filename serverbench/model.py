@@ -420,6 +420,8 @@ class CellMetrics(Flat):
     timing: Timing = Field(default_factory=Timing)
     capacity: Capacity = Field(default_factory=Capacity)
     database: DatabaseFigures = Field(default_factory=DatabaseFigures)
+    tls: dict[str, Any] | None = Field(None, description="TLS points: the certificate's key type and loadgen's handshake "
+                                       "figures, version, suite, provider (rules/tlsfigures.py's TlsFigures)")
     # cross-check cells (`serverbench crosscheck`): the tool, its command and the server's count
     tool: ToolRun | None = None
 
@@ -593,8 +595,6 @@ class CellRecord:
 
 
 __all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
-           "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
+           "RssLevel", "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
            "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat",
-           "FigureGroup",
-           "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT",
-           "ServerProfile", "RssLevel"]
+           "FigureGroup", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT", "ServerProfile"]

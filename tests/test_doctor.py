@@ -144,6 +144,25 @@ def test_cli_doctor(cli_catalog) -> None:
     assert "loadgen binary" in out and "taskset" in out
 
 
+def test_list_and_doctor_show_each_rows_tls(servers_root, sandbox_paths, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "SERVERS", servers_root)
+    monkeypatch.setattr(cli, "console", Console(width=400))
+    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
+    write_manifest(servers_root, "tlsrow", choices={**choices, "tls_library": "rustls 0.23 via tokio-rustls 0.26"})
+    write_manifest(servers_root, "outrow", choices={**choices, "tls_out": "asynchttpserver has no TLS [upstream]"})
+    write_manifest(servers_root, "plainrow")
+    cat = load_catalog(servers_root).servers
+    assert doctor.tls_text(cat["tlsrow"]) == "rustls 0.23 via tokio-rustls 0.26"
+    assert doctor.tls_text(cat["outrow"]) == "out: asynchttpserver has no TLS [upstream]"
+    assert doctor.tls_text(cat["plainrow"]) == "not declared (out of the TLS workloads)"
+    for cmd in ("list", "doctor"):
+        r, out = run_cli(cmd)
+        assert r.exit_code == 0, r.output
+        assert " TLS " in out and "rustls 0.23 via tokio-rustls 0.26" in out
+        assert "out: asynchttpserver has no TLS [upstream]" in out  # shown as written, not read as markup
+        assert "not declared (out of the TLS workloads)" in out
+
+
 def test_cli_build_exit_code_and_summary(cli_catalog, tmp_path) -> None:
     r, out = run_cli("build")
     assert r.exit_code == 1

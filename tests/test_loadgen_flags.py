@@ -21,7 +21,8 @@ FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 BUILT_IN = {"--help", "--version"}
 # flags no peer tool the cross-check drives shares with loadgen: only processes/loadgen.py writes them
 LOADGEN_ONLY = {"--connections", "--warmup", "--shard", "--start-at", "--noise", "--stages", "--max-connections",
-                "--session-requests", "--think-jitter", "--loop-sessions", "--no-keepalive", "--die-with-parent"}
+                "--session-requests", "--think-jitter", "--loop-sessions", "--no-keepalive", "--die-with-parent",
+                "--tls-ca"}
 
 needs_loadgen = pytest.mark.skipif(not LOADGEN.is_file(), reason="loadgen not built (make loadgen)")
 
@@ -65,6 +66,8 @@ def every_option() -> list[list[str]]:
              for p in (closed, timed, opened, sessions, noisy)]
     lines.append(loadgen.command_line(opened, url, path, threads=1, rate=50.0, open_warmup=False, warmup="1s",
                                       shard=(0, 2), start_at=1.5, json_path="out.json"))
+    tls = Point(label="t", duration="1s", tls="rsa", keepalive=False)
+    lines.append(loadgen.command_line(tls, url, path, threads=1, json_path="out.json", tls_ca="ca.pem"))
     return lines
 
 

@@ -120,6 +120,17 @@ def check(m: Manifest, step: Step = "build") -> Availability:
     return Availability(m.id, True, [], version, None, problem)
 
 
+def tls_text(m: Manifest) -> str:
+    """A row's TLS (SPEC.md, "TLS"), as `list` and `doctor` show it: the library that serves it, why its stack
+    serves none here (`tls_out`: kept out of the TLS workloads), or that it declares neither (kept out too)."""
+    c = m.choices
+    if c is not None and c.tls_library:
+        return c.tls_library
+    if c is not None and c.tls_out:
+        return f"out: {c.tls_out}"
+    return "not declared (out of the TLS workloads)"
+
+
 def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
     return [check(m, step) for m in ms]
 

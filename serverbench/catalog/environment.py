@@ -11,6 +11,11 @@ from serverbench import paths
 from serverbench.catalog.manifests import Manifest
 
 
+# SPEC.md, "TLS": with these set a row serves TLS instead of plaintext, so only the harness sets them (a
+# TLS point's start, run/tls_run.py); one inherited from the harness's own environment must not leak
+TLS_VARS = ("TLS_CERT", "TLS_KEY", "TLS_PKCS12", "TLS_PKCS12_PASSWORD")
+
+
 def _affinity_count() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -18,7 +23,8 @@ def _affinity_count() -> int:
 def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
                workers: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment `build`, `run` and `version` commands see (SPEC.md, server.toml); `extra`
-    (the database's `$DATABASE_URL` and `$DB_POOL` for a db row) goes on top of everything."""
+    (the database's `$DATABASE_URL` and `$DB_POOL` for a db row, a TLS start's `$TLS_*`) goes on top of
+    everything. The `$TLS_*` variables come from `extra` only, never from the harness's environment."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(paths.TOOLS_BIN), env.get("PATH", os.defpath)])
     env["HOST"] = host
@@ -26,6 +32,8 @@ def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
         env["PORT"] = str(port)
     else:
         env.pop("PORT", None)  # an inherited PORT must not leak into a server
+    for name in TLS_VARS:
+        env.pop(name, None)
     env["WORKERS"] = str(workers or m.workers or _affinity_count())
     env["HELLO_FILE"] = str(paths.HELLO_FILE)
     env["CARGO_TARGET_DIR"] = str(paths.CARGO_TARGET)

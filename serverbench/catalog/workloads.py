@@ -97,6 +97,10 @@ class Point(BaseModel):
     noise_path: str | None = None  # slow-reader: what it requests
     noise_lead: str | None = None  # the noise starts this long before the legitimate load
     twin: str | None = None  # a noise point's quiet twin: the label of the same load without noise
+    # the `tls` feature (SPEC.md, "TLS"): the server started with the run's certificate of this key type
+    # serves TLS instead of plaintext; loadgen speaks https:// and verifies it against the run's CA
+    # (--tls-ca, run/tls_run.py). None: plaintext, as every other point
+    tls: Literal["rsa", "ecdsa"] | None = None
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
                      "calibration", "step_duration", "p99_limit", "noise_interval", "noise_lead")
@@ -171,6 +175,8 @@ class Point(BaseModel):
                              "idle, garbage, slow-reader")
         if self.noise_connections is not None and self.noise_connections < 1:
             raise ValueError("noise_connections must be >= 1")
+        if self.tls is not None and self.noise is not None:
+            raise ValueError("noise speaks plain HTTP: a point with noise has no tls")
         return self
 
     @property
@@ -242,7 +248,7 @@ DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
-Feature = Literal["pipelining", "new-connection-per-request", "db"]
+Feature = Literal["pipelining", "new-connection-per-request", "db", "tls"]
 # SPEC.md, "Database endpoints": a load on these paths needs a db row and the database.
 DB_PATHS = ("/db", "/queries", "/fortunes", "/updates")
 
@@ -257,6 +263,8 @@ def point_features(p: Point, default_path: str = "/") -> set[str]:
         out.add("pipelining")
     if not p.keepalive:
         out.add("new-connection-per-request")
+    if p.tls is not None:
+        out.add("tls")
     return out
 
 

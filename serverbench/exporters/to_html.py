@@ -18,7 +18,7 @@ from ..results.aggregate import Group, PointData, RunResults, Caveat, WorkloadDa
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import database_section, models_section, noisy_section
+from . import database_section, models_section, noisy_section, tls_section
 from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
@@ -562,6 +562,7 @@ def render(run: Any, results: RunResults) -> bytes:
     for wl in workloads:
         _workload_section(page, wl)
     _database_changes(page, results)
+    tls_section.to_page(page, results)
     seeds_section.to_page(page, run, results)
     _cost_of_ownership(page, results)
     _tools_compared(page, results)

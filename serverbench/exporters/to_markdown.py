@@ -10,7 +10,7 @@ from ..rules.fingerprint import describe_database, describe_db_choices, describe
 from . import tools_section
 from ..formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import database_section, models_section, noisy_section
+from . import database_section, models_section, noisy_section, tls_section
 from ..cost import table as cost
 from ..results import ranking
 from ..seeds import section as seeds_section
@@ -320,6 +320,7 @@ def render(run: Any, results: RunResults) -> bytes:
             lines.append("")
             lines += _not_run(pt)
     lines += database_changes(results)
+    lines += tls_section.markdown(results)
     lines += seeds_section.markdown(run, results)
     lines += cost_of_ownership(results)
     lines += tools_compared(results)

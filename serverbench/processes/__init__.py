@@ -2,12 +2,14 @@
 load generator, the sampler that reads their CPU and memory.
 
 server.py      the `Server` protocol every kind of server under test implements, with its sampler
-supervisor.py  start a row's server pinned to its CPUs, wait for readiness, stop its process group
+supervisor.py  start a row's server pinned to its CPUs, wait for readiness (over TLS with the run's CA
+               for a TLS start), stop its process group
 sampler.py     psutil sampling of a process tree: totals, a per-second series, its death
 memlimit.py    a memory ceiling for a server's tree (cgroup v2, else an RSS watchdog)
 loadgen.py     loadgen's command line (built here only), run pinned to the client CPUs, its JSON validated
+               (a TLS point's `tls` object into rules/tlsfigures.py's figures)
 target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
 
-May import: paths, model, saturation, catalog. Hands out `Server`, `run_server`, `Sampler`,
+May import: paths, model, saturation, catalog, rules (the TLS figures). Hands out `Server`, `run_server`, `Sampler`,
 `run_loadgen`, `command_line` to verify, cluster, run, crosscheck and cost.
 """

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import LoadgenFormatError, LoadgenReport
+from ..model import REBUILD, LoadgenFormatError, LoadgenReport
+from ..rules import tlsfigures
 from ..saturation import saturated
 from .supervisor import die_with_parent, pinned
 from ..catalog.workloads import OPEN_LOOP_WARMUP, Point, parse_duration
@@ -74,6 +75,18 @@ def validate(data: object, source: str) -> LoadgenReport:
         return LoadgenReport.parse(data, source)
     except LoadgenFormatError as e:
         raise LoadgenError(str(e)) from None
+
+
+def tls_figures(report: LoadgenReport, key_type: str | None) -> dict | None:
+    """A TLS point's stored figures (rules/tlsfigures.py) from the report's `tls` object and the point's key
+    type; None for plaintext. LoadgenError naming the field when loadgen wrote something else."""
+    try:
+        t = tlsfigures.from_loadgen((report.model_extra or {}).get("tls"), key_type)
+    except ValueError as e:
+        raise LoadgenError(f"loadgen result: {e}; {REBUILD}") from None
+    if t is None and key_type is not None:
+        raise LoadgenError(f"loadgen result: no `tls` object for a tls point; {REBUILD}")
+    return t.model_dump(mode="json") if t is not None else None
 
 
 def deadline_for(point: Point, extra_s: float = 0.0) -> float:
@@ -202,21 +215,34 @@ def _noise_args(p: Point) -> list[str]:
     return args
 
 
+def _tls_url(point: Point, base_url: str, tls_ca: str | None) -> tuple[str, list[str]]:
+    """A tls point's base URL as https:// and its `--tls-ca`; a plaintext point's as given."""
+    if point.tls is None:
+        return base_url, []
+    if not tls_ca:
+        raise ValueError(f"point {point.label!r}: a tls point needs the run's CA (tls_ca, loadgen's --tls-ca)")
+    scheme, sep, rest = base_url.partition("://")
+    return "https://" + (rest if sep else scheme), ["--tls-ca", tls_ca]
+
+
 def command_line(point: Point, base_url: str, default_path: str, *, threads: int, json_path: str,
                  rate: float | None = None, open_warmup: bool = True, warmup: str | None = None,
-                 shard: tuple[int, int] | None = None, start_at: float | None = None) -> list[str]:
+                 shard: tuple[int, int] | None = None, start_at: float | None = None,
+                 tls_ca: str | None = None) -> list[str]:
     """loadgen's arguments (after the program) for `point` against `base_url`, its result to `json_path`.
 
     `rate` overrides the point's (a calibrated "N%" rate); `threads` when the point sets none (the
     client's CPUs, or a peer tool's cores); `open_warmup`: open load's unrecorded pool warm-up (the
     cross-check runs every tool cold); `warmup`: a warm-up before the measured window; `shard`
-    (i, N) and `start_at` (Unix seconds): one shard of a load split over the cluster's workers."""
+    (i, N) and `start_at` (Unix seconds): one shard of a load split over the cluster's workers;
+    `tls_ca`: a tls point's CA file (PEM), the URL's scheme then https://."""
     if point.mode == "capacity":
         raise ValueError(f"point {point.label!r}: capacity points are stepped by the runner")
     path = point.path or default_path
     if not path.startswith("/"):
         path = "/" + path
-    args = [base_url.rstrip("/") + path, *_load_args(point, rate, open_warmup)]
+    base_url, tls_args = _tls_url(point, base_url, tls_ca)
+    args = [base_url.rstrip("/") + path, *_load_args(point, rate, open_warmup), *tls_args]
     if point.threads is None:
         args += ["--threads", str(threads)]
     if warmup:
@@ -231,10 +257,11 @@ def command_line(point: Point, base_url: str, default_path: str, *, threads: int
 def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
                 rate: float | None = None, timeout_grace: float = 15.0,
                 warmup: str | None = None, time_limit: float | None = None,
-                shard: tuple[int, int] | None = None, start_at: float | None = None) -> LoadgenResult:
+                shard: tuple[int, int] | None = None, start_at: float | None = None,
+                tls_ca: str | None = None) -> LoadgenResult:
     """Run loadgen for `point` against `url` and return its parsed result and client usage.
 
-    `rate`, `warmup`, `shard` and `start_at` as for `command_line`; the process is killed when it
+    `rate`, `warmup`, `shard`, `start_at` and `tls_ca` as for `command_line`; the process is killed when it
     overruns its planned time (`time_limit`, else the point's) + `timeout_grace`. Threads default to
     the number of client CPUs when the point leaves them unset."""
     exe = binary()
@@ -250,7 +277,7 @@ def run_loadgen(url: str, point: Point, *, default_path: str, client_cpus: list[
     keep = False  # an invalid result is kept on disk so the error can name it
     try:
         args = command_line(point, url, default_path, threads=ncpu, json_path=str(out), rate=rate, warmup=warmup,
-                            shard=shard, start_at=start_at)
+                            shard=shard, start_at=start_at, tls_ca=tls_ca)
         try:
             data, wall, ru, stderr_tail = _execute(_pin([str(exe), *args], client_cpus), exe, out, limit,
                                                    timeout_grace)

@@ -22,6 +22,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -64,7 +65,7 @@ class ServerProcess:
     pid: int
     host: str
     port: int
-    url: str  # "http://127.0.0.1:PORT" (no trailing slash)
+    url: str  # "http://127.0.0.1:PORT" (no trailing slash); https:// for a TLS start
     log_path: Path
     workers: int
     cpus: list[int] | None = None
@@ -292,16 +293,24 @@ def _stop(srv: ServerProcess, grace: float | None = None) -> None:
     srv.port_released = released
 
 
-def _probe(host: str, port: int) -> bool:
-    """True when `GET /` answers 200."""
-    conn = http.client.HTTPConnection(host, port, timeout=1.0)
+def tls_context(ca: Path) -> ssl.SSLContext:
+    """A client context that trusts only the run's CA (its certificate names 127.0.0.1, ::1, localhost)."""
+    return ssl.create_default_context(cafile=str(ca))
+
+
+def _probe(host: str, port: int, tls: ssl.SSLContext | None = None) -> str | None:
+    """None when `GET /` answers 200 (over TLS with `tls`, the certificate verified), else what happened."""
+    conn = (http.client.HTTPSConnection(host, port, timeout=1.0, context=tls) if tls is not None
+            else http.client.HTTPConnection(host, port, timeout=1.0))
     try:
         conn.request("GET", "/", headers={"Connection": "close"})
         resp = conn.getresponse()
         resp.read()
-        return resp.status == 200
-    except (OSError, http.client.HTTPException):
-        return False
+        return None if resp.status == 200 else f"GET / answered {resp.status}"
+    except ssl.SSLError as e:  # a TLS answer that is wrong (not a port still closed): worth naming
+        return f"TLS: {e.reason or e}"
+    except (OSError, http.client.HTTPException) as e:
+        return f"{type(e).__name__}: {e}"
     finally:
         conn.close()
 
@@ -310,9 +319,11 @@ def _indent(text: str) -> str:
     return "\n".join("    " + ln for ln in text.splitlines()) if text.strip() else "    (empty log)"
 
 
-def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: float = POLL_S) -> None:
+def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: float = POLL_S,
+                tls: ssl.SSLContext | None = None) -> None:
     assert srv._proc is not None
     deadline = started + timeout
+    over = " over TLS" if tls is not None else ""
     while True:
         rc = srv._proc.poll()
         if rc is not None:
@@ -320,13 +331,15 @@ def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: floa
                 f"server '{srv.manifest.id}' exited with code {rc} before becoming ready on "
                 f"{srv.host}:{srv.port}; log {srv.log_path}, last log lines:\n"
                 f"{_indent(srv.log_tail())}", srv)
-        if _probe(srv.host, srv.port):
+        problem = _probe(srv.host, srv.port, tls)
+        if problem is None:
             srv.ready_s = time.monotonic() - started
             return
         if time.monotonic() >= deadline:
+            last = f" (last probe: {problem})" if tls is not None else ""
             raise ServerStartError(
-                f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port} "
-                f"within {timeout:g} s; log {srv.log_path}, last log lines:\n"
+                f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port}{over} "
+                f"within {timeout:g} s{last}; log {srv.log_path}, last log lines:\n"
                 f"{_indent(srv.log_tail())}", srv)
         time.sleep(poll_s)
 
@@ -356,14 +369,16 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
                workers: int | None = None, log_path: Path | None = None,
                ready_timeout: float = 30.0, ready_poll_s: float = POLL_S,
                memory_limit: int | None = None, host: str = "127.0.0.1",
-               extra_env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+               extra_env: dict[str, str] | None = None, tls_ca: Path | None = None) -> Iterator[ServerProcess]:
     """Start `m` listening on `host`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield
     it, and stop its whole process tree. `host` is loopback unless the caller was asked for
     another address (a server on a Dask worker listens where that worker does).
 
     `memory_limit` (bytes): a cgroup v2 memory ceiling for the tree where the machine allows it;
     otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS.
-    `extra_env`: variables set on top of the row's own (a db row's `$DATABASE_URL`, `$DB_POOL`)."""
+    `extra_env`: variables set on top of the row's own (a db row's `$DATABASE_URL`, `$DB_POOL`, a TLS
+    start's `$TLS_*`). `tls_ca`: the start serves TLS (SPEC.md, "TLS"): readiness is `GET /` over TLS with
+    the certificate verified against this CA, and the server's URL is https://."""
     port = port or free_port(host)
     if not port_is_free(host, port):
         raise ServerStartError(f"port {port} on {host} is already in use, so server '{m.id}' "
@@ -388,11 +403,11 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
         memlimit.release(cgroup)
         raise
     srv = ServerProcess(manifest=m, pid=proc.pid, host=host, port=port,
-                        url=f"http://{host}:{port}", log_path=log_path, workers=n_workers,
+                        url=f"{'https' if tls_ca else 'http'}://{host}:{port}", log_path=log_path, workers=n_workers,
                         cpus=list(cpus) if cpus else None, memory=memory, _proc=proc)
     _register(srv)
     try:
-        _wait_ready(srv, ready_timeout, started, ready_poll_s)
+        _wait_ready(srv, ready_timeout, started, ready_poll_s, tls_context(tls_ca) if tls_ca else None)
         yield srv
     finally:
         # if a second Ctrl-C interrupts this, the server stays registered for stop_all()

@@ -13,7 +13,7 @@ def step_point(p: Point, rate: float) -> Point:
     return Point(label=f"rate={rate:g}", mode="open", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, rate=rate, poisson=p.poisson, duration=p.step_duration,
                  max_connections=p.max_connections, keepalive=p.keepalive, timeout=p.timeout,
-                 threads=p.threads)
+                 threads=p.threads, tls=p.tls)
 
 
 def find_capacity(srv: Server, p: Point,

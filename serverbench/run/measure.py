@@ -21,7 +21,7 @@ from ..catalog.kinds import OVER_TIME
 from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 from ..overtime import overload, soak, timeline
 from ..processes import memlimit
-from ..processes.loadgen import LoadgenResult
+from ..processes.loadgen import LoadgenResult, tls_figures
 from ..processes.server import Server
 from ..model import Client, ServerOverTime, MemoryLimit, ServerUsage
 from ..store import Store
@@ -72,9 +72,10 @@ def usage_metrics(usage: dict | None) -> ServerUsage:
                        ctx_involuntary=u("ctx_involuntary"))
 
 
-def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
+def loadgen_metrics(lg: LoadgenResult, tls_key: str | None = None) -> dict[str, Any]:
     """The CellMetrics figures a loadgen result provides, as stored keys (one result fills several
-    groups: counts, latency, the load offered, the client, noise and fairness)."""
+    groups: counts, latency, the load offered, the client, noise and fairness; a TLS point's `tls`
+    with its certificate's key type `tls_key`). LoadgenError when a TLS point's `tls` is malformed."""
     r = lg.report
     s = r.summary
     lat = s.latency_us
@@ -99,6 +100,7 @@ def loadgen_metrics(lg: LoadgenResult) -> dict[str, Any]:
         "shards": lg.extra.get("shards"), "shard_start_skew_ms": lg.extra.get("shard_start_skew_ms"),
         "noise": (r.model_extra or {}).get("noise"),
         "fairness": (r.model_extra or {}).get("fairness"),
+        "tls": tls_figures(r, tls_key),
     }
 
 
@@ -202,7 +204,7 @@ def calibration_point(p: Point) -> Point:
     """The closed-loop load that measures the capacity an "N%" rate is a share of."""
     return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
-                 duration=p.calibration, threads=p.threads)
+                 duration=p.calibration, threads=p.threads, tls=p.tls)
 
 
 def warmup_point(p: Point, duration: str) -> Point:
@@ -212,7 +214,7 @@ def warmup_point(p: Point, duration: str) -> Point:
                                     "time_limit": None})
     return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
-                 keepalive=p.keepalive, duration=duration, timeout=p.timeout)
+                 keepalive=p.keepalive, duration=duration, timeout=p.timeout, tls=p.tls)
 
 
 def steady_point(p: Point) -> Point:

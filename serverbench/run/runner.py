@@ -5,7 +5,8 @@ of the machine spread over all servers instead of biasing one.
 A server is started fresh for every (repetition, server, workload): repetitions are
 independent samples (no state such as the /tenth counter or heap growth carries over), and
 its points share that one start, except a cores sweep's points (`server_cores`, cores.py): each
-gets its own start pinned to that many of the server machine's CPUs. Per point: warm-up (a
+gets its own start pinned to that many of the server machine's CPUs; and a TLS workload's points get a
+start per key type, plaintext or TLS with the run's certificate (`tls`, tls_run.py). Per point: warm-up (a
 separate, unrecorded loadgen run of the size's `warmup`), for `rate = "N%"` a closed-loop
 calibration (64 connections), then the measured run with the server's process tree sampled,
 then the cell is committed on its own. The gate, the warm-up, the sampling and the figures are the
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import manifests as catalog
-from . import fixed_rate, measure, split
+from . import fixed_rate, measure, split, tls_run
 from ..rules import cores
 from ..processes import memlimit, supervisor
 from .. import paths
@@ -89,6 +90,7 @@ class Runner:
         self.memory_limit = memlimit.parse_size(opts.server_memory_limit) if opts.server_memory_limit else None
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
         self.db: RunDatabase | None = None  # the run's database, when a workload has the db feature
+        self.tls = tls_run.RunTls(log_dir)  # the run's certificates, made at the first TLS start
         # rate_basis = "run": (workload, path) -> (the calibration's rps, the row it was measured on); one
         # calibration serves every point of a workload on the same path (rate=20% and rate=80% share it)
         self.capacities: dict[tuple[str, str], tuple[float, str]] = stored_capacities(store, run_id, workloads)
@@ -109,8 +111,9 @@ class Runner:
     def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
              rate: float | None = None) -> LoadgenResult:
         """One loadgen run of `point`: a single process, or shards on the --cluster's workers."""
-        if not self.opts.cluster:
-            return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
+        if not self.opts.cluster:  # a TLS workload never gets here with a cluster (tls_run.row_reason)
+            return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate,
+                               tls_ca=self.tls.ca_arg(point))
         return self.load_cluster().run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
 
     def close(self) -> None:
@@ -157,8 +160,9 @@ class Runner:
         """An upper bound: every start's warm-up to steady state counted at its maximum."""
         total = 0.0
         for _, m, w, s, pts in plan:
-            if self.gate.reason(m, w) is None:
-                starts = sum(1 for p in pts if p.server_cores is not None) + any(p.server_cores is None for p in pts)
+            if (tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)) is None:
+                starts = sum(1 for p in pts if p.server_cores is not None) + len(
+                    tls_run.starts([p for p in pts if p.server_cores is None]))
                 steady = s.steady_max_seconds()
                 total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
                     _planned_s(s, p, first=False) for p in pts)
@@ -171,16 +175,16 @@ class Runner:
 
     def run(self, plan: list) -> None:
         for rep, m, w, size, todo in plan:
-            reason = self.gate.reason(m, w)
+            reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)
             if reason is not None:
                 for p in todo:
                     self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
                                             started_at=now_iso(), finished_at=now_iso()), 0.0)
                 continue
-            # the points that take the run's server CPUs share one start; a cores point gets its own
-            shared = [p for p in todo if p.server_cores is None]
-            if shared:
-                self.run_start(rep, m, w, size, shared, None, self.log_dir / f"{m.id}.{w.name}.r{rep}.log")
+            # the points that take the run's server CPUs share one start per key type (tls_run.py: TLS
+            # replaces plaintext on $PORT); a cores point gets its own
+            for shared in tls_run.starts([p for p in todo if p.server_cores is None]):
+                self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
             for p in todo:
                 if p.server_cores is not None:
                     self._run_cores_point(rep, m, w, size, p)
@@ -218,7 +222,7 @@ class Runner:
         on = f" on CPU {','.join(map(str, cpus))}" if cpus else ""
         self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting{on}"))
         try:
-            with self._server(m, log_path, cpus=cpus, db="db" in w.features) as srv:
+            with self._server(m, log_path, cpus=cpus, db="db" in w.features, tls=todo[0].tls) as srv:
                 start_s = time.monotonic() - t_start
                 while pending:
                     p = pending[0]
@@ -245,10 +249,11 @@ class Runner:
             return self.load_cluster().server_cpus_online()
         return list(self.machine_cpus)
 
-    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None,
-                db: bool = False) -> AbstractContextManager[Server]:
+    def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None, db: bool = False,
+                tls: str | None = None) -> AbstractContextManager[Server]:
         """The server for a round of points: started and supervised here, or the --target.
-        `cpus` overrides the run's server CPUs (a cores sweep's point); `db`: it is told the run's database."""
+        `cpus` overrides the run's server CPUs (a cores sweep's point); `db`: it is told the run's database;
+        `tls`: it serves TLS with the run's certificate of that key type (tls_run.py)."""
         if self.opts.target:
             from ..processes.target import external
             return external(self.opts.target)
@@ -265,7 +270,8 @@ class Runner:
                if db and self.db is not None else None)
         return supervisor.run_server(m, cpus=cpus, workers=self.opts.workers,
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
-                                     memory_limit=self.memory_limit, extra_env=env)
+                                     memory_limit=self.memory_limit, extra_env=self.tls.env(tls, env),
+                                     tls_ca=self.tls.ca(tls))
 
     def _cell_facts(self, srv: Server, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
         """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
@@ -312,7 +318,7 @@ class Runner:
                 if rate is not None:
                     metrics["target_rate"] = rate
             cell.loadgen = lg.report
-            metrics = {**measure.loadgen_metrics(lg), **metrics}
+            metrics = {**measure.loadgen_metrics(lg, p.tls), **metrics}
             if not srv.alive():
                 cell.error = f"server exited with code {srv.returncode()} during the measured run"
                 if w.kind in OVER_TIME:  # a finding: the verdict says "crashes"
