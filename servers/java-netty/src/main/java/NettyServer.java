@@ -25,6 +25,10 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslProvider;
+import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,6 +37,7 @@ import java.util.ArrayDeque;
 import java.util.Date;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
 
 /**
  * java-netty: Netty 4.1 on NIO, $WORKERS event loops (one acceptor thread besides).
@@ -59,6 +64,7 @@ public final class NettyServer {
             System.exit(1);
         }
         Database database = db;
+        SslContext tls = tlsContext(env);   // null: plaintext
         EventLoopGroup acceptor = new NioEventLoopGroup(1);
         EventLoopGroup loops = new NioEventLoopGroup(env.workers());
         ServerBootstrap bootstrap = new ServerBootstrap()
@@ -70,6 +76,7 @@ public final class NettyServer {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        if (tls != null) ch.pipeline().addLast(tls.newHandler(ch.alloc()));   // TLS first: the codec sees plaintext
                         ch.pipeline().addLast(
                                 // header block up to 16 KiB (Netty's default is 8 KiB; SPEC.md wants 8 KiB accepted)
                                 new HttpServerCodec(4096, 16 * 1024, 8192),
@@ -84,6 +91,24 @@ public final class NettyServer {
             env.cannotListen(e.getMessage());   // exits
         }
         env.listening(env.workers() + " event loops");
+    }
+
+    /**
+     * With $TLS_CERT/$TLS_KEY: Netty's SslContext on the JDK's TLS (JSSE), loaded from the
+     * PEM files, which Netty reads itself. No ALPN is configured (HTTP/1.1 only); protocols
+     * and cipher suites are Netty's defaults.
+     */
+    private static SslContext tlsContext(ServerEnv env) {
+        if (!ServerTls.requested()) return null;
+        try {
+            return SslContextBuilder.forServer(new File(System.getenv("TLS_CERT")), new File(System.getenv("TLS_KEY")))
+                    .sslProvider(SslProvider.JDK)
+                    .build();
+        } catch (SSLException | IllegalArgumentException e) {
+            System.err.println(env.name() + ": cannot load $TLS_CERT/$TLS_KEY (" + e + "); $TLS_CERT must be a PEM certificate and $TLS_KEY its PEM PKCS#8 key");
+            System.exit(1);
+            return null;
+        }
     }
 
     /** Adds Date to every response, the aggregator's own 100/413 answers included. */
