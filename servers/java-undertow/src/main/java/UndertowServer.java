@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
 import org.xnio.Options;
 
 /**
@@ -36,8 +37,11 @@ public final class UndertowServer implements HttpHandler {
 
     public static void main(String[] args) {
         ServerEnv env = ServerEnv.read("java-undertow");
-        Undertow server = Undertow.builder()
-                .addHttpListener(env.port(), env.host())
+        SSLContext tls = ServerTls.context(env);   // null: plaintext
+        Undertow.Builder builder = Undertow.builder();
+        if (tls == null) builder.addHttpListener(env.port(), env.host());
+        else builder.addHttpsListener(env.port(), env.host(), tls);   // HTTP/2 stays off (Undertow's default): no ALPN
+        Undertow server = builder
                 .setIoThreads(env.workers())           // one event loop per core
                 .setWorkerThreads(env.workers() * 8)   // Undertow's default ratio; runs the dispatched /file reads
                 .setSocketOption(Options.BACKLOG, ServerEnv.BACKLOG)
