@@ -28,7 +28,13 @@ func main() {
 		// and SPEC.md requires 8 KiB heads with 64 fields to be accepted.
 		ReadBufferSize: 16 * 1024,
 	}
-	if err := srv.Serve(ln); err != nil {
+	var err error
+	if cert, key, ok := gocontract.TLSFiles("go-fasthttp"); ok {
+		err = srv.ServeTLS(ln, cert, key) // crypto/tls with its defaults (no ALPN: fasthttp serves HTTP/1 only)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "go-fasthttp:", err)
 		os.Exit(1)
 	}

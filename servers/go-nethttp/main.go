@@ -32,7 +32,19 @@ func main() {
 	db.register(mux) // /db, /queries, /fortunes, /updates (db.go)
 
 	srv := &http.Server{Handler: mux} // defaults: no timeouts, so idle keep-alive connections stay open
-	if err := srv.Serve(ln); err != nil {
+	var err error
+	if cert, key, ok := gocontract.TLSFiles("go-nethttp"); ok {
+		// HTTPS the net/http way: ServeTLS with crypto/tls's defaults (TLS 1.2 minimum,
+		// 1.3 offered). SPEC.md serves no HTTP/2, so only HTTP/1 is enabled; ALPN then
+		// offers http/1.1 alone.
+		var protocols http.Protocols
+		protocols.SetHTTP1(true)
+		srv.Protocols = &protocols
+		err = srv.ServeTLS(ln, cert, key)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "go-nethttp:", err)
 		os.Exit(1)
 	}

@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,17 @@ type request struct {
 func main() {
 	ln, env := gocontract.Listen("go-tcp") // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
+	if certFile, keyFile, ok := gocontract.TLSFiles("go-tcp"); ok {
+		// TLS the crypto/tls way: the listener hands out *tls.Conn, and the rest of the
+		// row reads and writes them as any net.Conn. crypto/tls's defaults: TLS 1.2
+		// minimum, 1.3 offered, no ALPN (no NextProtos).
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "go-tcp: TLS_CERT/TLS_KEY:", err)
+			os.Exit(1)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -82,11 +94,12 @@ func serve(c net.Conn) {
 
 // lingeringClose sends FIN, then briefly drains unread input (say the rest of a refused
 // 2 MiB upload): closing with unread data makes the kernel send RST, which can destroy
-// the last response before the client has read it.
+// the last response before the client has read it. Both *net.TCPConn and *tls.Conn
+// have CloseWrite; the TLS one sends close_notify before the FIN.
 func lingeringClose(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok && tc.CloseWrite() == nil {
-		tc.SetReadDeadline(time.Now().Add(2 * time.Second))
-		io.Copy(io.Discard, io.LimitReader(tc, 8<<20))
+	if hc, ok := c.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		io.Copy(io.Discard, io.LimitReader(c, 8<<20))
 	}
 	c.Close()
 }

@@ -171,3 +171,21 @@ func TestHTTPDate(t *testing.T) {
 		t.Errorf("HTTPDate() = %q at %d", got, before)
 	}
 }
+
+func TestTLSFiles(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	if c, k, err := tlsFiles(env(nil)); err != nil || c != "" || k != "" {
+		t.Errorf("neither set: got (%q, %q, %v), want plaintext", c, k, err)
+	}
+	both := map[string]string{"TLS_CERT": "c.pem", "TLS_KEY": "k.pem"}
+	if c, k, err := tlsFiles(env(both)); err != nil || c != "c.pem" || k != "k.pem" {
+		t.Errorf("both set: got (%q, %q, %v)", c, k, err)
+	}
+	for _, one := range []map[string]string{{"TLS_CERT": "c.pem"}, {"TLS_KEY": "k.pem"}} {
+		if _, _, err := tlsFiles(env(one)); err == nil || !strings.Contains(err.Error(), "set both") {
+			t.Errorf("%v: got %v, want an error naming the fix", one, err)
+		}
+	}
+}
