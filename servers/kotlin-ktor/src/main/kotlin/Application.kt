@@ -9,6 +9,7 @@ import io.ktor.server.application.install
 import io.ktor.server.engine.applicationEnvironment
 import io.ktor.server.engine.connector
 import io.ktor.server.engine.embeddedServer
+import io.ktor.server.engine.sslConnector
 import io.ktor.server.netty.Netty
 import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
 import io.ktor.server.plugins.defaultheaders.DefaultHeaders
@@ -25,6 +26,7 @@ import io.ktor.server.routing.routing
 import io.ktor.utils.io.readRemaining
 import io.ktor.utils.io.writeFully
 import java.io.File
+import java.security.KeyStore
 import java.util.concurrent.atomic.AtomicLong
 import kotlin.system.exitProcess
 import kotlinx.coroutines.delay
@@ -50,20 +52,51 @@ fun main() {
     val port = env("PORT", "8080").toInt()
     val helloFile = File(env("HELLO_FILE", "../../assets/hello.html"))
     val workers = env("WORKERS", Runtime.getRuntime().availableProcessors().toString()).toInt()
+    val tls = tlsKeyStore()   // null: plaintext
     val server = embeddedServer(Netty, applicationEnvironment(), configure = {
-        connector { this.host = host; this.port = port }
+        if (tls == null) {
+            connector { this.host = host; this.port = port }
+        } else {
+            // Ktor's HTTPS connector; its Netty engine serves it with an SslHandler on the JDK's TLS
+            sslConnector(tls, tls.aliases().toList().first { tls.isKeyEntry(it) },
+                { tlsPassword().toCharArray() }, { tlsPassword().toCharArray() }) { this.host = host; this.port = port }
+            // HTTP/1.1 only (SPEC.md): with HTTP/2 on (Ktor's default) the engine offers h2 by ALPN
+            enableHttp2 = false
+        }
         // Ktor's defaults for N CPUs (NettyApplicationEngine.Configuration), N = $WORKERS
         connectionGroupSize = workers / 2 + 1
         workerGroupSize = workers / 2 + 1
         callGroupSize = workers
     }) { module(helloFile) }
     server.monitor.subscribe(ServerReady) {
-        println("kotlin-ktor listening on $host:$port (Netty engine, $workers workers)")
+        println("kotlin-ktor listening on ${if (tls == null) "http" else "https"}://$host:$port (Netty engine, $workers workers)")
     }
     try {
         server.start(wait = true)
     } catch (e: Exception) {
         System.err.println("kotlin-ktor: cannot listen on $host:$port: ${e.message}")
+        exitProcess(1)
+    }
+}
+
+fun tlsPassword(): String = System.getenv("TLS_PKCS12_PASSWORD") ?: ""
+
+/**
+ * With $TLS_CERT and $TLS_KEY set the row serves TLS instead of plaintext (SPEC.md). Ktor's
+ * sslConnector takes a KeyStore, so the same key and certificate are read from $TLS_PKCS12
+ * (password $TLS_PKCS12_PASSWORD); null without TLS; a bad key store exits with one line.
+ */
+fun tlsKeyStore(): KeyStore? {
+    if (env("TLS_CERT", "").isEmpty() || env("TLS_KEY", "").isEmpty()) return null
+    val file = env("TLS_PKCS12", "")
+    if (file.isEmpty()) {
+        System.err.println("kotlin-ktor: \$TLS_CERT and \$TLS_KEY are set but \$TLS_PKCS12 is not; set \$TLS_PKCS12 (the same key and certificate as PKCS#12) and \$TLS_PKCS12_PASSWORD")
+        exitProcess(1)
+    }
+    return try {
+        KeyStore.getInstance("PKCS12").apply { File(file).inputStream().use { load(it, tlsPassword().toCharArray()) } }
+    } catch (e: Exception) {
+        System.err.println("kotlin-ktor: cannot load \$TLS_PKCS12 $file ($e); check the file and \$TLS_PKCS12_PASSWORD")
         exitProcess(1)
     }
 }
