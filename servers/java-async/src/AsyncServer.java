@@ -9,17 +9,20 @@ import java.nio.channels.CompletionHandler;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
 
 /**
  * java-async: NIO.2 AsynchronousServerSocketChannel with CompletionHandlers. The
  * channel group is a fixed pool of $WORKERS threads sharing one epoll port (on
  * Linux): whichever thread is free runs the next completion, and no handler ever
- * blocks on the network; /delay and /tenth wait on a timer.
+ * blocks on the network; /delay and /tenth wait on a timer. With $TLS_CERT/$TLS_KEY
+ * each connection runs TLS through a JSSE SSLEngine ({@link TlsTransport}).
  */
 public final class AsyncServer {
     public static void main(String[] args) throws Exception {
         ServerEnv env = ServerEnv.read("java-async");
         Routes.helloFile = env.helloFile();
+        SSLContext tls = ServerTls.context(env);   // null: plaintext
 
         AsynchronousChannelGroup group = AsynchronousChannelGroup.withFixedThreadPool(env.workers(), Executors.defaultThreadFactory());
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -46,7 +49,8 @@ public final class AsyncServer {
                     ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 } catch (IOException ignored) {
                 }
-                new Connection(ch, timer).start();
+                Transport io = tls == null ? new Transport.Plain(ch) : new TlsTransport(ch, tls);
+                new Connection(ch, io, timer).start();
             }
 
             @Override

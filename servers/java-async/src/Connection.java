@@ -1,4 +1,3 @@
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousSocketChannel;
 import java.nio.channels.CompletionHandler;
@@ -17,14 +16,16 @@ final class Connection {
     private static final int MAX_BATCH = 256 * 1024;   // answered-but-unwritten bytes before we write
 
     private final AsynchronousSocketChannel ch;
+    private final Transport io;   // the HTTP bytes: ch itself, or TLS over it
     private final ScheduledExecutorService timer;
     private final RequestParser parser = new RequestParser();
     private final List<ByteBuffer> out = new ArrayList<>();
     private int outBytes;
     private Runnable afterWrite;
 
-    Connection(AsynchronousSocketChannel ch, ScheduledExecutorService timer) {
+    Connection(AsynchronousSocketChannel ch, Transport io, ScheduledExecutorService timer) {
         this.ch = ch;
+        this.io = io;
         this.timer = timer;
     }
 
@@ -33,7 +34,7 @@ final class Connection {
     }
 
     private void read() {
-        ch.read(parser.bufferForRead(), this, READ);
+        io.read(parser.bufferForRead(), 0, TimeUnit.MILLISECONDS, this, READ);
     }
 
     private static final CompletionHandler<Integer, Connection> READ = new CompletionHandler<>() {
@@ -110,12 +111,12 @@ final class Connection {
         ByteBuffer[] bufs = out.toArray(new ByteBuffer[0]);
         out.clear();
         outBytes = 0;
-        ch.write(bufs, 0, bufs.length, 0, TimeUnit.MILLISECONDS, bufs, new CompletionHandler<Long, ByteBuffer[]>() {
+        io.write(bufs, 0, bufs.length, bufs, new CompletionHandler<Long, ByteBuffer[]>() {
             @Override
             public void completed(Long n, ByteBuffer[] b) {
                 for (int i = 0; i < b.length; i++) {
                     if (b[i].hasRemaining()) {   // partial write: continue from the first unsent buffer
-                        ch.write(b, i, b.length - i, 0, TimeUnit.MILLISECONDS, b, this);
+                        io.write(b, i, b.length - i, b, this);
                         return;
                     }
                 }
@@ -139,15 +140,14 @@ final class Connection {
     /**
      * Closing with unread input makes the kernel send RST, which can destroy the
      * answer just written. Half-close, discard what the client still sends for a
-     * bounded time, then close.
+     * bounded time, then close. The discarded bytes are read from the socket itself:
+     * over TLS they need no decrypting.
      */
     private void lingerClose() {
-        try {
-            ch.shutdownOutput();
-        } catch (IOException e) {
-            close();
-            return;
-        }
+        io.shutdownOutput(this::drain);
+    }
+
+    private void drain() {
         ByteBuffer sink = ByteBuffer.allocate(8192);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
         ch.read(sink, 1, TimeUnit.SECONDS, null, new CompletionHandler<Integer, Void>() {
@@ -169,9 +169,6 @@ final class Connection {
     }
 
     private void close() {
-        try {
-            ch.close();
-        } catch (IOException ignored) {
-        }
+        io.close();
     }
 }
