@@ -3,16 +3,22 @@
 //! async_std::net::TcpStream. Request heads are parsed with `httparse` by
 //! rust-contract's `Connection`, which holds a connection's HTTP state
 //! without its socket; this row does the I/O, waiting and file reading the
-//! async-std way.
+//! async-std way. With `$TLS_CERT` and `$TLS_KEY` the same connections are
+//! served over rustls through futures-rustls (rustls' crate for futures-io
+//! runtimes such as async-std).
 
+use std::future::poll_fn;
 use std::net::Shutdown;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_std::io::{Read, Write};
 use async_std::net::{TcpListener, TcpStream};
 use async_std::prelude::*;
 use async_std::task;
+use futures_rustls::TlsAcceptor;
 use rust_contract::http::Response;
 use rust_contract::request::{Connection, Drain, Event, Request, LINGER, READ_CHUNK};
 use rust_contract::route::{self, Action};
@@ -33,6 +39,29 @@ async fn answer(req: Request, hello_file: &Path) -> Response {
 
 async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
     let _ = stream.set_nodelay(true);
+    if http(&mut stream, &hello_file).await {
+        let _ = stream.shutdown(Shutdown::Write);
+        linger(&mut stream).await;
+    }
+}
+
+/// The same connection over TLS: futures-rustls' handshake, then the same
+/// HTTP. A failed handshake (say a TLS 1.1 client, refused by rustls) just ends it.
+async fn serve_tls(acceptor: TlsAcceptor, stream: TcpStream, hello_file: Arc<Path>) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut stream) = acceptor.accept(stream).await else { return };
+    if http(&mut stream, &hello_file).await {
+        // futures-rustls' close sends close_notify; async-std's TcpStream only
+        // flushes on close, so the TCP half-close is asked for as in `serve`.
+        let _ = poll_fn(|cx| Pin::new(&mut stream).poll_close(cx)).await;
+        let _ = stream.get_ref().0.shutdown(Shutdown::Write);
+        linger(&mut stream).await;
+    }
+}
+
+/// HTTP/1.1 over a plain or a TLS stream until the client leaves (false) or
+/// the connection is to be closed after the last response (true).
+async fn http<S: Read + Write + Unpin>(stream: &mut S, hello_file: &Path) -> bool {
     let mut conn = Connection::default();
     loop {
         match conn.next_event() {
@@ -44,20 +73,22 @@ async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
                 let n = stream.read(&mut buf[filled..]).await.unwrap_or(0);
                 buf.truncate(filled + n);
                 if n == 0 {
-                    return; // the client is gone
+                    return false; // the client is gone
                 }
             }
             Event::Write => match stream.write_all(conn.output()).await {
                 Ok(()) => conn.written(),
-                Err(_) => return,
+                Err(_) => return false,
             },
-            Event::Request(req) => conn.respond(answer(req, &hello_file).await),
-            Event::Close => break,
+            Event::Request(req) => conn.respond(answer(req, hello_file).await),
+            Event::Close => return true,
         }
     }
-    // Half-close, then read what the client still sends for a while, so that
-    // unread input does not turn the close into a RST.
-    let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// After the half-close, read what the client still sends for a while, so
+/// that unread input does not turn the close into a RST.
+async fn linger<S: Read + Unpin>(stream: &mut S) {
     let (mut drain, mut sink) = (Drain::default(), vec![0u8; READ_CHUNK]);
     let draining = async { while drain.more(stream.read(&mut sink).await) {} };
     let _ = async_std::future::timeout(LINGER, draining).await;
@@ -72,16 +103,24 @@ fn main() {
     std::env::set_var("ASYNC_STD_THREAD_COUNT", env.workers.to_string());
     let hello_file: Arc<Path> = Arc::from(env.hello_file.as_path());
 
+    // SPEC's TLS: with $TLS_CERT/$TLS_KEY, every connection is served over rustls instead.
+    let tls = rust_contract::tls::server_config("rust-async-std").map(|config| TlsAcceptor::from(Arc::new(config)));
+
     // SIGTERM keeps its default disposition (terminate the process at once).
     task::block_on(async move {
         let addr = env.socket_addr("rust-async-std");
         let listener = Env::bound("rust-async-std", addr, TcpListener::bind(addr).await);
-        println!("rust-async-std listening on {addr} with {} executor threads", env.workers);
+        let scheme = if tls.is_some() { "TLS" } else { "plaintext" };
+        println!("rust-async-std listening on {addr} ({scheme}) with {} executor threads", env.workers);
         let mut incoming = listener.incoming();
         while let Some(accepted) = incoming.next().await {
             match accepted {
                 Ok(stream) => {
-                    task::spawn(serve(stream, Arc::clone(&hello_file)));
+                    let hello_file = Arc::clone(&hello_file);
+                    match &tls {
+                        None => task::spawn(serve(stream, hello_file)),
+                        Some(acceptor) => task::spawn(serve_tls(acceptor.clone(), stream, hello_file)),
+                    };
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning.

@@ -3,7 +3,8 @@
 //! Request heads are parsed with `httparse` by rust-contract's `Connection`,
 //! which holds a connection's HTTP state without its socket; this row does
 //! the I/O, waiting and file reading the tokio way. The database paths are
-//! in `db` (tokio-postgres through deadpool-postgres).
+//! in `db` (tokio-postgres through deadpool-postgres). With `$TLS_CERT` and
+//! `$TLS_KEY` the same connections are served over rustls through tokio-rustls.
 
 mod db;
 
@@ -18,8 +19,9 @@ use rust_contract::http::Response;
 use rust_contract::request::{Connection, Drain, Event, Request, LINGER, READ_CHUNK};
 use rust_contract::route::{self, Action};
 use rust_contract::Env;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 // ---------------------------------------------------------------- handlers
 
@@ -46,8 +48,23 @@ async fn answer(req: Request, ctx: &Ctx) -> Response {
 
 // ---------------------------------------------------------------- connection
 
-async fn serve(mut stream: TcpStream, ctx: Arc<Ctx>) {
+async fn serve(stream: TcpStream, ctx: Arc<Ctx>) {
     let _ = stream.set_nodelay(true);
+    http(stream, &ctx).await
+}
+
+/// The same connection over TLS: tokio-rustls' handshake, then the same HTTP.
+/// A failed handshake (say a TLS 1.1 client, refused by rustls) just ends it.
+async fn serve_tls(acceptor: TlsAcceptor, stream: TcpStream, ctx: Arc<Ctx>) {
+    let _ = stream.set_nodelay(true);
+    if let Ok(stream) = acceptor.accept(stream).await {
+        http(stream, &ctx).await
+    }
+}
+
+/// HTTP/1.1 over a plain or a TLS stream. Over TLS, `shutdown` sends
+/// `close_notify` before the TCP half-close.
+async fn http<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, ctx: &Ctx) {
     let mut conn = Connection::default();
     loop {
         match conn.next_event() {
@@ -60,7 +77,7 @@ async fn serve(mut stream: TcpStream, ctx: Arc<Ctx>) {
                 Ok(()) => conn.written(),
                 Err(_) => return,
             },
-            Event::Request(req) => conn.respond(answer(req, &ctx).await),
+            Event::Request(req) => conn.respond(answer(req, ctx).await),
             Event::Close => break,
         }
     }
@@ -87,16 +104,24 @@ fn main() {
         .build()
         .expect("build tokio runtime");
 
+    // SPEC's TLS: with $TLS_CERT/$TLS_KEY, every connection is served over rustls instead.
+    let tls = rust_contract::tls::server_config("rust-tokio").map(|config| TlsAcceptor::from(Arc::new(config)));
+
     // SIGTERM keeps its default disposition (terminate the process at once);
     // tokio only installs a handler when tokio::signal is used.
     runtime.block_on(async move {
         let addr = env.socket_addr("rust-tokio");
         let listener = Env::bound("rust-tokio", addr, listen(addr));
-        println!("rust-tokio listening on {addr} with {} worker threads", env.workers);
+        let scheme = if tls.is_some() { "TLS" } else { "plaintext" };
+        println!("rust-tokio listening on {addr} ({scheme}) with {} worker threads", env.workers);
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
-                    tokio::spawn(serve(stream, Arc::clone(&ctx)));
+                    let ctx = Arc::clone(&ctx);
+                    match &tls {
+                        None => tokio::spawn(serve(stream, ctx)),
+                        Some(acceptor) => tokio::spawn(serve_tls(acceptor.clone(), stream, ctx)),
+                    };
                 }
                 Err(e) => {
                     // e.g. EMFILE: back off instead of spinning.

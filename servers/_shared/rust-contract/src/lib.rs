@@ -8,7 +8,8 @@
 //! `httparse` feature `request` reads requests out of a connection's bytes,
 //! and with the `serde` feature `route` decides what answers them. `db`
 //! has SPEC's database endpoints apart from any driver (which each row
-//! brings in its own src).
+//! brings in its own src). With the `rustls` feature, `tls` reads SPEC's TLS
+//! switch and builds the rustls server configuration all of them serve it with.
 //!
 //! std only by default, because rust-threadpool is a std-only row. How a row
 //! waits, reads and writes (its concurrency model) stays in the row: this
@@ -28,6 +29,8 @@ pub mod http;
 pub mod request;
 #[cfg(any(feature = "serde", test))]
 pub mod route;
+#[cfg(any(feature = "rustls", test))]
+pub mod tls;
 
 /// Largest request body (`POST /echo`) and `/delay` body: 1 MiB.
 pub const MAX_BODY: usize = 1024 * 1024;
