@@ -6,12 +6,14 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
 import org.rapidoid.buffer.Buf;
 import org.rapidoid.data.BufRange;
 import org.rapidoid.env.Env;
 import org.rapidoid.http.AbstractHttpServer;
 import org.rapidoid.http.HttpStatus;
 import org.rapidoid.http.MediaType;
+import org.rapidoid.net.ServerBuilder;
 import org.rapidoid.net.TCP;
 import org.rapidoid.net.abstracts.Channel;
 import org.rapidoid.net.impl.RapidoidHelper;
@@ -42,9 +44,12 @@ public final class RapidoidServer extends AbstractHttpServer {
         // mode, Rapidoid infers DEV whenever the classpath holds a folder (target/classes here).
         Env.setArgs(args);
         ServerEnv env = ServerEnv.read("java-rapidoid");
+        SSLContext tls = ServerTls.context(env);   // null: plaintext
         try {
-            TCP.server().protocol(new RapidoidServer(env)).address(env.host()).port(env.port())
-                    .workers(env.workers()).build().start();
+            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env)).address(env.host()).port(env.port())
+                    .workers(env.workers());
+            if (tls != null) server.tls(true).tlsContext(tls);   // Rapidoid's own TLS layer (RapidoidTLS, an SSLEngine per connection)
+            server.build().start();
         } catch (RuntimeException e) {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);
         }
