@@ -1,6 +1,7 @@
 //! serverbench contestant: actix-web 4. HttpServer starts $WORKERS worker
 //! threads, each running its own single-threaded runtime (one event loop per
-//! core); the acceptor hands new connections to the workers.
+//! core); the acceptor hands new connections to the workers. With `$TLS_CERT`
+//! and `$TLS_KEY` it serves them over rustls (actix-web's `rustls-0_23`).
 
 use std::path::PathBuf;
 use std::process;
@@ -94,14 +95,21 @@ fn main() {
         // SIGTERM starts a graceful stop that would wait up to 30 s for open
         // connections; SPEC wants an exit within 5 s.
         .shutdown_timeout(1);
-        let server = match server.bind((host.as_str(), port)) {
+        // SPEC's TLS: with $TLS_CERT/$TLS_KEY, the same server is bound with rustls instead.
+        let tls = rust_contract::tls::server_config("rust-actix");
+        let scheme = if tls.is_some() { "TLS" } else { "plaintext" };
+        let bound = match tls {
+            None => server.bind((host.as_str(), port)),
+            Some(config) => server.bind_rustls_0_23((host.as_str(), port), config),
+        };
+        let server = match bound {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("rust-actix: cannot bind {host}:{port}: {e}");
                 process::exit(1);
             }
         };
-        println!("rust-actix listening on {host}:{port} with {workers} workers");
+        println!("rust-actix listening on {host}:{port} ({scheme}) with {workers} workers");
         server.run().await
     });
     if let Err(e) = result {
