@@ -4,6 +4,8 @@
 //! wait in the channel until a worker is free. HTTP with std only (and the
 //! std-only `rust-contract`, SPEC rules shared by the Rust rows); the
 //! database paths, in `db`, use the blocking `postgres` driver through r2d2.
+//! With `$TLS_CERT` and `$TLS_KEY` each connection is served over rustls'
+//! blocking `StreamOwned` on its pool thread instead.
 
 mod db;
 
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 use rust_contract::db::{Database, DbQuery};
 use rust_contract::http::{self, HeadFields, Response};
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 const MAX_HEAD: u64 = http::MAX_HEAD as u64;
 
@@ -87,7 +90,7 @@ impl From<io::Error> for ReadError {
 
 /// Reads one line (up to `limit` bytes including the newline) without the line ending.
 /// Ok(None) = EOF before any byte.
-fn read_line(reader: &mut BufReader<TcpStream>, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+fn read_line<S: Read>(reader: &mut BufReader<S>, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
     let mut line = Vec::new();
     let n = reader.by_ref().take(limit).read_until(b'\n', &mut line)?;
     if n == 0 {
@@ -110,12 +113,9 @@ fn is_token(s: &str) -> bool {
 }
 
 /// Reads one request, head and body. `out` holds responses not yet written;
-/// it is flushed before an interim 100 Continue so the order stays right.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-    stream: &mut TcpStream,
-    out: &mut Vec<u8>,
-) -> Result<Request, ReadError> {
+/// it is flushed (through the reader's stream) before an interim 100 Continue
+/// so the order stays right.
+fn read_request<S: Read + Write>(reader: &mut BufReader<S>, out: &mut Vec<u8>) -> Result<Request, ReadError> {
     // Request line; a few empty lines before it are tolerated (RFC 9112 §2.2).
     let mut budget = MAX_HEAD;
     let request_line = loop {
@@ -165,7 +165,7 @@ fn read_request(
     // Tell a waiting client to go on sending the body (curl does this above 1 KiB).
     if framing.send_continue {
         out.extend_from_slice(http::CONTINUE);
-        stream.write_all(out)?;
+        reader.get_mut().write_all(out)?;
         out.clear();
     }
     let body = if framing.chunked {
@@ -179,7 +179,7 @@ fn read_request(
     Ok(Request { method: method.to_string(), target: target.to_string(), http10, keep_alive, body })
 }
 
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> Result<Vec<u8>, ReadError> {
+fn read_chunked<S: Read>(reader: &mut BufReader<S>) -> Result<Vec<u8>, ReadError> {
     // An over-long line inside the body is a framing error, not a header one.
     let bad_line = |e| match e {
         ReadError::Status(_) => ReadError::Status(400),
@@ -284,13 +284,56 @@ fn route(req: Request, ctx: &Ctx) -> Response {
 
 // ---------------------------------------------------------------- connection
 
-fn handle_connection(mut stream: TcpStream, ctx: &Ctx) {
+/// A connection's byte stream: the TCP socket itself, or rustls over it.
+trait Transport: Read + Write {
+    fn tcp(&self) -> &TcpStream;
+
+    /// Ends the sending side (the TCP half-close).
+    fn close_write(&mut self) {
+        let _ = self.tcp().shutdown(Shutdown::Write);
+    }
+}
+
+impl Transport for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+/// rustls' blocking stream: the handshake runs on this pool thread at the first read.
+impl Transport for StreamOwned<ServerConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    /// close_notify first (queued by rustls, written by the flush), then the TCP half-close.
+    fn close_write(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush();
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+fn handle_connection(stream: TcpStream, ctx: &Ctx) {
     let _ = stream.set_nodelay(true);
-    let Ok(read_half) = stream.try_clone() else { return };
-    let mut reader = BufReader::with_capacity(16 * 1024, read_half);
+    serve(stream, ctx);
+}
+
+/// The same connection over TLS (SPEC's TLS), with rustls' ServerConnection.
+fn handle_tls_connection(stream: TcpStream, config: Arc<ServerConfig>, ctx: &Ctx) {
+    let _ = stream.set_nodelay(true);
+    if let Ok(conn) = ServerConnection::new(config) {
+        serve(StreamOwned::new(conn, stream), ctx);
+    }
+}
+
+/// HTTP/1.1 on one connection until it ends; reads go through the BufReader,
+/// writes through the stream it owns.
+fn serve<S: Transport>(stream: S, ctx: &Ctx) {
+    let mut reader = BufReader::with_capacity(16 * 1024, stream);
     let mut out = Vec::with_capacity(4096);
     loop {
-        let (keep_alive, resp, http10) = match read_request(&mut reader, &mut stream, &mut out) {
+        let (keep_alive, resp, http10) = match read_request(&mut reader, &mut out) {
             Ok(req) => {
                 let (keep_alive, http10) = (req.keep_alive, req.http10);
                 (keep_alive, route(req, ctx), http10)
@@ -301,24 +344,24 @@ fn handle_connection(mut stream: TcpStream, ctx: &Ctx) {
         resp.write_to(&mut out, keep_alive, http10);
         // Pipelined requests already buffered are answered in one write.
         if !keep_alive || reader.buffer().is_empty() || out.len() > 64 * 1024 {
-            if stream.write_all(&out).is_err() {
+            if reader.get_mut().write_all(&out).is_err() {
                 return;
             }
             out.clear();
         }
         if !keep_alive {
-            linger_close(&mut stream, &mut reader);
+            linger_close(&mut reader);
             return;
         }
     }
-    let _ = stream.write_all(&out);
+    let _ = reader.get_mut().write_all(&out);
 }
 
 /// Closing with unread input makes the kernel send RST, which can destroy the
 /// response we just wrote; so half-close and drain briefly before closing.
-fn linger_close(stream: &mut TcpStream, reader: &mut BufReader<TcpStream>) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+fn linger_close<S: Transport>(reader: &mut BufReader<S>) {
+    reader.get_mut().close_write();
+    let _ = reader.get_ref().tcp().set_read_timeout(Some(Duration::from_millis(500)));
     let mut buf = [0u8; 16 * 1024];
     let mut drained = 0usize;
     let deadline = Instant::now() + Duration::from_secs(1);
@@ -344,7 +387,10 @@ fn main() {
             process::exit(1);
         }
     };
-    println!("rust-threadpool listening on {host}:{port} with {workers} worker threads");
+    // SPEC's TLS: with $TLS_CERT/$TLS_KEY, every connection is served over rustls instead.
+    let tls = rust_contract::tls::server_config("rust-threadpool").map(Arc::new);
+    let scheme = if tls.is_some() { "TLS" } else { "plaintext" };
+    println!("rust-threadpool listening on {host}:{port} ({scheme}) with {workers} worker threads");
 
     // SIGTERM keeps its default disposition (terminate), which no blocked
     // worker can delay, so no signal handling is needed.
@@ -354,7 +400,13 @@ fn main() {
         match stream {
             Ok(stream) => {
                 let ctx = Arc::clone(&ctx);
-                pool.execute(move || handle_connection(stream, &ctx));
+                match &tls {
+                    None => pool.execute(move || handle_connection(stream, &ctx)),
+                    Some(config) => {
+                        let config = Arc::clone(config);
+                        pool.execute(move || handle_tls_connection(stream, config, &ctx))
+                    }
+                }
             }
             Err(e) => {
                 // e.g. EMFILE: back off instead of spinning.
