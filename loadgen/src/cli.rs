@@ -119,6 +119,14 @@ pub struct Args {
     /// per request, and none at open load (bench/loadgen_vs_wrk.sh)
     #[arg(long, default_value = "epoll")]
     pub io: String,
+    /// https: the CA certificate(s), PEM, the server certificate is verified
+    /// against (the server name is the URL's host)
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<String>,
+    /// https: allow TLS session resumption (default: off, every new
+    /// connection is a full handshake)
+    #[arg(long)]
+    pub tls_resume: bool,
     #[command(flatten)]
     pub noise: crate::noise::NoiseArgs,
 }
@@ -222,6 +230,8 @@ pub struct Config {
     pub io: Backend,
     /// Noise beside the load (--noise), this shard's share.
     pub noise: Option<crate::noise::NoiseConfig>,
+    /// `https://`: --tls-ca, --tls-resume and the client configuration.
+    pub tls: Option<crate::tls::TlsOptions>,
     pub output: OutputTo,
 }
 
@@ -278,6 +288,23 @@ fn request_of(a: &Args) -> Result<RequestSpec, String> {
         (None, None) => None,
     };
     Ok(RequestSpec { method: a.method.clone(), target, headers, body, keepalive: !a.no_keepalive })
+}
+
+/// An https:// URL needs --tls-ca; the TLS flags need an https:// URL.
+fn tls_of(a: &Args, target: &crate::request::Target) -> Result<Option<crate::tls::TlsOptions>, String> {
+    if !target.tls {
+        if a.tls_ca.is_some() || a.tls_resume {
+            return Err("--tls-ca and --tls-resume need an https:// URL".into());
+        }
+        return Ok(None);
+    }
+    let Some(ca) = &a.tls_ca else {
+        return Err("an https:// URL needs --tls-ca FILE: the CA (PEM) to verify the server certificate against".into());
+    };
+    if a.noise.noise.is_some() {
+        return Err("--noise speaks plain HTTP; it cannot go with an https:// URL".into());
+    }
+    crate::tls::TlsOptions::new(ca, a.tls_resume, &target.host).map(Some)
 }
 
 /// --rate makes open load, --users sessions, neither closed load.
@@ -416,6 +443,7 @@ fn duration_of(a: &Args, staged: Option<&Schedule>, warmup: Duration) -> Result<
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let request = request_of(&a)?;
+        let tls = tls_of(&a, &request.target)?;
         let mode = mode_of(&a)?;
         check_counts(&a, mode)?;
         check_mode_flags(&a, mode)?;
@@ -469,6 +497,7 @@ impl Config {
             start_at,
             io,
             noise,
+            tls,
             output: OutputTo { json: a.json, quiet: a.quiet },
         };
         cfg.max_sockets = (0..cfg.threads).map(|t| cfg.share_of(total_sockets, t)).sum();

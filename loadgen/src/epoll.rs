@@ -1,11 +1,14 @@
 //! The epoll backend (`--io epoll`): non-blocking sockets on a mio poll,
 //! edge-triggered. Per request one write and one read; no epoll_ctl on the
 //! request path (a connection is registered once, for both directions).
+//! Over TLS the same writes and reads carry rustls records (`flush_tls`,
+//! `read_tls`).
 
 use crate::models::Model;
 use crate::net::{Net, Sockets};
 use crate::record::ErrorClass;
 use crate::timer::TimerFd;
+use crate::tls::Short;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Read, Write};
@@ -100,6 +103,9 @@ fn flush<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant) 
     if !c.connected {
         return true;
     }
+    if net.plan.tls.is_some() {
+        return flush_tls(net, m, i, now);
+    }
     while c.wpos < c.wbuf.len() {
         let Some(s) = net.sock.socks[i].as_mut() else { return true };
         match s.write(&c.wbuf[c.wpos..]) {
@@ -119,6 +125,29 @@ fn flush<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant) 
     false
 }
 
+/// TLS: queued requests become records (once the handshake is done), and
+/// what rustls has to send (handshake messages, records) is written.
+/// Returns false if the connection failed.
+fn flush_tls<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant) -> bool {
+    let c = &mut net.conns[i];
+    let (Some(t), Some(s)) = (c.tls.as_mut(), net.sock.socks[i].as_mut()) else { return true };
+    if !t.encrypt(&mut c.wbuf) {
+        return true;
+    }
+    loop {
+        match t.conn.write_tls(s) {
+            Ok(0) => break,
+            Ok(_) if !t.conn.wants_write() => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    net.fail(m, i, ErrorClass::Write, now);
+    false
+}
+
 /// Readiness on connection `i`.
 fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, readable: bool, writable: bool, drain: bool) {
     if i >= net.conns.len() || !net.conns[i].open {
@@ -131,8 +160,7 @@ fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instan
             Ok(false) => return,
             Err(()) => return net.fail(m, i, ErrorClass::Connect, now),
             Ok(true) => {
-                net.on_connected(i);
-                if !flush(net, m, i, now) {
+                if !net.on_connected(m, i, now) || !flush(net, m, i, now) {
                     return;
                 }
             }
@@ -146,6 +174,9 @@ fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instan
 }
 
 fn read<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, drain: bool) {
+    if net.plan.tls.is_some() {
+        return read_tls(net, m, i, now, drain);
+    }
     loop {
         let space = net.spare(i).len();
         let c = &mut net.conns[i];
@@ -165,6 +196,29 @@ fn read<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, d
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return net.fail(m, i, ErrorClass::Read, now),
+        }
+    }
+}
+
+/// TLS: records from the socket into rustls, plaintext out into the parser.
+fn read_tls<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, drain: bool) {
+    loop {
+        let c = &mut net.conns[i];
+        let (Some(t), Some(s)) = (c.tls.as_mut(), net.sock.socks[i].as_mut()) else { return };
+        let mut src = Short { inner: s, short: false };
+        let eof = match t.conn.read_tls(&mut src) {
+            Ok(n) => n == 0,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return net.fail(m, i, ErrorClass::Read, now),
+        };
+        let short = src.short;
+        if !net.tls_received(m, i, now, eof) || eof {
+            return;
+        }
+        // as in `read`: a short read drained the socket
+        if short && !drain {
+            return;
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod signals;
 pub mod template;
 pub mod timer;
+pub mod tls;
 pub mod units;
 pub mod uring;
 pub mod worker;

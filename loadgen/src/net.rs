@@ -3,13 +3,15 @@
 //! drives it, over either I/O backend (`Sockets`: `epoll` or `uring`). Hot
 //! path per request: copy the pre-serialized request into a reused write
 //! buffer, write it, read into a reused buffer, in-place parse, one histogram
-//! record — no allocation.
+//! record — no allocation. An `https://` connection adds rustls between the
+//! socket and these buffers (`tls`).
 
 use crate::fairness::SlotCounts;
 use crate::models::{Io, Model};
 use crate::record::{ErrorClass, Recorder};
 use crate::request::RequestBytes;
 use crate::response::{ParseError, Response, ResponseParser, MAX_HEAD};
+use crate::tls::{HandshakeError, TlsConn, TlsOptions, TlsStats};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
 use std::io;
@@ -51,6 +53,8 @@ pub struct Plan {
     pub measure_start: Instant,
     /// None: run until the request budget is used up.
     pub end: Option<Instant>,
+    /// `https://`: every connection speaks TLS with these options.
+    pub tls: Option<TlsOptions>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +78,8 @@ pub(crate) struct Conn {
     pub(crate) rlen: usize,
     parser: ResponseParser,
     inflight: VecDeque<Pending>,
+    /// TLS state from the TCP connect on (https only).
+    pub(crate) tls: Option<Box<TlsConn>>,
 }
 
 /// One I/O backend's sockets: it opens and closes them, writes what
@@ -148,6 +154,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
             rlen: 0,
             parser: ResponseParser::new(),
             inflight: VecDeque::new(),
+            tls: None,
         });
         self.conns.len() - 1
     }
@@ -166,6 +173,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
         c.opened_at = now;
         c.rlen = 0;
         c.parser.reset();
+        c.tls = None;
         if c.rbuf.is_empty() {
             c.rbuf.resize(RBUF_START, 0);
         }
@@ -205,6 +213,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
         c.wpos = 0;
         c.rlen = 0;
         c.parser.reset();
+        c.tls = None;
     }
 
     fn discard(&mut self, i: usize) {
@@ -222,7 +231,10 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
 }
 
 impl<'a, S: Sockets> Net<'a, S> {
-    pub fn new(plan: &'a Plan, sock: S, rec: Recorder, rng: Pcg64Mcg, budget: Option<u64>) -> Net<'a, S> {
+    pub fn new(plan: &'a Plan, sock: S, mut rec: Recorder, rng: Pcg64Mcg, budget: Option<u64>) -> Net<'a, S> {
+        if plan.tls.is_some() {
+            rec.tls = Some(TlsStats::default());
+        }
         Net {
             plan,
             sock,
@@ -256,8 +268,22 @@ impl<'a, S: Sockets> Net<'a, S> {
         Some(i)
     }
 
+    /// The next flush writes connection `i` (TLS: records rustls has to send).
+    pub(crate) fn mark_dirty(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.dirty {
+            c.dirty = true;
+            self.dirty.push(i);
+        }
+    }
+
     /// The connection failed: every request on it ends with `class`.
-    pub(crate) fn fail<M: Model>(&mut self, m: &mut M, i: usize, class: ErrorClass, now: Instant) {
+    pub(crate) fn fail<M: Model>(&mut self, m: &mut M, i: usize, mut class: ErrorClass, now: Instant) {
+        if class != ErrorClass::Connect && self.plan.tls.is_some() && self.handshaking(i) {
+            // reset or closed before the TLS handshake completed: its requests never went out
+            self.count_handshake_error(HandshakeError::Reset, now);
+            class = ErrorClass::Connect;
+        }
         let c = &mut self.conns[i];
         while let Some(p) = c.inflight.pop_front() {
             self.inflight_total -= 1;
@@ -277,10 +303,21 @@ impl<'a, S: Sockets> Net<'a, S> {
     }
 
     /// Connection `i`'s connect completed: it is counted (warm-up too: warm
-    /// connections serve the measured run) and may be written to.
-    pub(crate) fn on_connected(&mut self, i: usize) {
+    /// connections serve the measured run) and may be written to (over TLS:
+    /// the handshake starts). False: it failed.
+    pub(crate) fn on_connected<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
         self.conns[i].connected = true;
         self.rec.connections_opened += 1;
+        if let Some(opts) = &self.plan.tls {
+            match TlsConn::new(opts, now) {
+                Ok(t) => self.conns[i].tls = Some(Box::new(t)),
+                Err(_) => {
+                    self.fail_handshake(m, i, HandshakeError::Alert, now);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Room to read into on `i` (its buffer grows to a bound as needed).
@@ -323,6 +360,9 @@ impl<'a, S: Sockets> Net<'a, S> {
     }
 
     pub(crate) fn on_eof<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) {
+        if self.plan.tls.is_some() && self.handshaking(i) {
+            return self.fail_handshake(m, i, HandshakeError::Reset, now);
+        }
         match self.conns[i].parser.eof() {
             Ok(Some(r)) => {
                 self.done.clear();
@@ -418,9 +458,15 @@ impl<'a, S: Sockets> Net<'a, S> {
             if !c.open {
                 continue;
             }
-            if !c.connected {
+            // over TLS the connect timeout covers the handshake too
+            let handshaking = self.plan.tls.is_some() && self.handshaking(i);
+            if !c.connected || handshaking {
                 if now.saturating_duration_since(c.opened_at) > self.plan.connect_timeout {
-                    self.fail(m, i, ErrorClass::Connect, now);
+                    if handshaking {
+                        self.fail_handshake(m, i, HandshakeError::Timeout, now);
+                    } else {
+                        self.fail(m, i, ErrorClass::Connect, now);
+                    }
                 }
             } else if let Some(p) = c.inflight.front() {
                 if now.saturating_duration_since(p.sent) > self.plan.timeout {

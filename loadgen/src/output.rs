@@ -51,6 +51,8 @@ pub fn config_json(cfg: &Config) -> Value {
         "seed": cfg.base_seed,
         "shard": if cfg.shard.1 > 1 { json!({"index": cfg.shard.0, "count": cfg.shard.1, "seed": cfg.seed()}) } else { Value::Null },
         "start_at": cfg.start_at.map(|t| humantime::format_rfc3339_micros(t).to_string()),
+        "tls_ca": cfg.tls.as_ref().map(|t| t.ca.clone()),
+        "tls_resume": cfg.tls.as_ref().is_some_and(|t| t.resume),
     })
 }
 
@@ -148,6 +150,12 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         // per connection slot (closed load, sessions); null for open load
         "fairness": rec.fairness.as_ref().map(|f| f.json()),
         "timeline": timeline,
+        // https: handshakes (counted in the measured window), their latency and failures
+        "tls": match (&cfg.tls, &rec.tls) {
+            (Some(opts), Some(t)) => t.json(opts),
+            (Some(opts), None) => crate::tls::TlsStats::default().json(opts),
+            _ => Value::Null,
+        },
     });
     // only with --noise: the JSON of a run without it is unchanged
     if let (Some(n), Some(m)) = (&r.noise, doc.as_object_mut()) {
@@ -332,6 +340,9 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
     }
     if let Some(n) = &r.noise {
         let _ = writeln!(out, "{}", n.line());
+    }
+    if let (Some(opts), Some(t)) = (&cfg.tls, &rec.tls) {
+        let _ = writeln!(out, "{}", t.line(opts));
     }
     if !latency.is_empty() {
         let _ = writeln!(out, "  Latency histogram:");

@@ -93,6 +93,8 @@ pub struct Recorder {
     pub timeline: Vec<Bucket>,
     /// Completions per connection slot (closed load and sessions), set when the run ends.
     pub fairness: Option<Fairness>,
+    /// Handshakes and their failures (https only).
+    pub tls: Option<crate::tls::TlsStats>,
     /// The current second's latencies, dense while it lasts.
     current: Hist,
     current_sec: usize,
@@ -121,6 +123,7 @@ impl Recorder {
             unanswered_oldest_us: 0,
             timeline: vec![],
             fairness: None,
+            tls: None,
             current: histo::new_bucket_hist(),
             current_sec: 0,
             last_p99_us: 0,
@@ -277,6 +280,11 @@ impl Recorder {
         match (&mut self.fairness, &o.fairness) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.fairness = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.tls, &o.tls) {
+            (Some(a), Some(b)) => a.merge(b)?,
+            (None, Some(b)) => self.tls = Some(b.clone()),
             _ => {}
         }
         while self.timeline.len() < o.timeline.len() {

@@ -15,16 +15,20 @@ pub struct Target {
     pub authority: String,
     /// Path and query, possibly with placeholders.
     pub path: String,
+    /// `https://`: HTTP/1.1 over TLS.
+    pub tls: bool,
+    /// The host as written, without brackets or port: the TLS server name.
+    pub host: String,
 }
 
-/// Parse `http://host[:port][/path?query]` and resolve the host.
+/// Parse `http[s]://host[:port][/path?query]` and resolve the host.
 pub fn parse_url(url: &str) -> Result<Target, String> {
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.starts_with("https://") {
-        return Err(format!("URL `{url}`: https is not supported (loadgen speaks plain HTTP/1.1)"));
+    let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
+        (r, false)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, true)
     } else {
-        return Err(format!("URL `{url}` must start with http://"));
+        return Err(format!("URL `{url}` must start with http:// or https://"));
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -57,6 +61,7 @@ pub fn parse_url(url: &str) -> Result<Target, String> {
         }
     };
     let port: u16 = match port {
+        None if tls => 443,
         None => 80,
         Some(p) => p
             .parse()
@@ -69,7 +74,7 @@ pub fn parse_url(url: &str) -> Result<Target, String> {
         .map_err(|e| format!("URL `{url}`: cannot resolve host `{host}`: {e}"))?
         .next()
         .ok_or_else(|| format!("URL `{url}`: host `{host}` has no address"))?;
-    Ok(Target { addr, authority: authority.to_string(), path: path.to_string() })
+    Ok(Target { addr, authority: authority.to_string(), path: path.to_string(), tls, host: host.to_string() })
 }
 
 /// Everything needed to produce the bytes of one request.
@@ -213,7 +218,11 @@ mod tests {
         assert_eq!(t.path, "/a?b=1");
         assert_eq!(parse_url("http://127.0.0.1").unwrap().path, "/");
         assert_eq!(parse_url("http://[::1]:9/x").unwrap().addr, "[::1]:9".parse().unwrap());
-        assert!(parse_url("https://x").unwrap_err().contains("https"));
+        let t = parse_url("https://127.0.0.1/x").unwrap();
+        assert_eq!((t.tls, t.addr.port(), t.host.as_str()), (true, 443, "127.0.0.1"));
+        let t = parse_url("https://[::1]:8443/").unwrap();
+        assert_eq!((t.tls, t.addr.port(), t.host.as_str()), (true, 8443, "::1"));
+        assert!(!parse_url("http://127.0.0.1/").unwrap().tls);
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("http://127.0.0.1:99999/").unwrap_err().contains("port"));
         assert!(parse_url("http:///x").is_err());

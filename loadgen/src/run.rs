@@ -49,6 +49,7 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
         start,
         measure_start,
         end: cfg.duration.map(|d| measure_start + d),
+        tls: cfg.tls.clone(),
     })
 }
 

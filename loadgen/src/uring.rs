@@ -5,6 +5,7 @@
 //! buffers from a provided-buffer ring, copied into the connection's read
 //! buffer and parsed by the same machinery as the epoll backend. No SQPOLL:
 //! a kernel thread polling on another CPU would take CPU from the server.
+//! Over TLS the same sends and receives carry rustls records.
 
 use crate::bufring::BufRing;
 use crate::models::Model;
@@ -325,13 +326,29 @@ impl Drop for Uring {
 fn start_send(net: &mut Net<'_, Uring>, i: usize) {
     let c = &mut net.conns[i];
     let Some(s) = net.sock.slots.get_mut(i) else { return };
-    if !c.open || !c.connected || s.send_busy || c.wbuf.is_empty() {
+    if !c.open || !c.connected || s.send_busy {
         return;
     }
-    // the two buffers trade places: no copy, no allocation
-    std::mem::swap(&mut c.wbuf, &mut s.sending);
-    c.wbuf.clear();
-    c.wpos = 0;
+    if let Some(t) = c.tls.as_mut() {
+        // TLS: the records rustls has to send (handshake messages, then the
+        // queued requests) are written into `sending`, reused
+        if !t.encrypt(&mut c.wbuf) {
+            return;
+        }
+        s.sending.clear();
+        while t.conn.wants_write() && t.conn.write_tls(&mut s.sending).is_ok_and(|n| n > 0) {}
+        if s.sending.is_empty() {
+            return;
+        }
+    } else {
+        if c.wbuf.is_empty() {
+            return;
+        }
+        // the two buffers trade places: no copy, no allocation
+        std::mem::swap(&mut c.wbuf, &mut s.sending);
+        c.wbuf.clear();
+        c.wpos = 0;
+    }
     s.spos = 0;
     net.sock.push_send(i);
 }
@@ -373,7 +390,9 @@ fn complete<M: Model>(net: &mut Net<'_, Uring>, m: &mut M, ud: u64, res: i32, fl
             if res < 0 {
                 return net.fail(m, i, ErrorClass::Connect, now);
             }
-            net.on_connected(i);
+            if !net.on_connected(m, i, now) {
+                return;
+            }
             net.sock.arm_recv(i);
             start_send(net, i);
         }
@@ -412,7 +431,7 @@ fn on_received<M: Model>(net: &mut Net<'_, Uring>, m: &mut M, i: usize, res: i32
     let Some(b) = bid else { return net.fail(m, i, ErrorClass::Read, now) };
     let generation = net.sock.slots[i].generation;
     let data = net.sock.bufs.data(b, res as usize);
-    let more = net.received_from(m, i, now, data);
+    let more = if net.plan.tls.is_some() { net.tls_received_from(m, i, now, data) } else { net.received_from(m, i, now, data) };
     net.sock.bufs.recycle(b);
     // the model may have closed the connection and opened another in the slot
     let s = &net.sock.slots[i];

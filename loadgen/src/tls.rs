@@ -1,0 +1,369 @@
+//! TLS for `https://` targets: rustls (the `ring` provider) driven by the
+//! workers' own loops. A connection's `rustls::ClientConnection` sits between
+//! the socket and the plaintext machinery of `net`: bytes a backend receives
+//! go through `read_tls`/`process_new_packets` and come out of `reader()` into
+//! the connection's read buffer; queued requests go through `writer()` and
+//! leave as `write_tls` records. No thread or second engine per connection.
+//! The handshake (TCP connected → handshake complete) is timed into its own
+//! histogram, and a failed one is counted by kind and fails the connection's
+//! requests as connect errors.
+
+use crate::histo::{self, Hist};
+use crate::models::Model;
+use crate::net::{Net, Sockets};
+use crate::record::ErrorClass;
+use rustls::client::Resumption;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use serde_json::{json, Value};
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The crypto provider rustls runs on (recorded in the JSON).
+pub const PROVIDER: &str = "ring";
+/// The one application protocol offered.
+pub const ALPN: &[u8] = b"http/1.1";
+
+/// `--tls-ca` and `--tls-resume`, validated, and the client configuration
+/// every connection of the run shares.
+#[derive(Debug, Clone)]
+pub struct TlsOptions {
+    pub ca: String,
+    pub resume: bool,
+    pub config: Arc<ClientConfig>,
+    pub name: ServerName<'static>,
+}
+
+impl TlsOptions {
+    /// `host` is the URL's host (an IP address is verified as one).
+    pub fn new(ca: &str, resume: bool, host: &str) -> Result<TlsOptions, String> {
+        let roots = load_ca(ca)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS configuration: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        // off: no session cache and no tickets, so every connection is a full handshake
+        config.resumption = if resume { Resumption::default() } else { Resumption::disabled() };
+        let name = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => ServerName::IpAddress(ip.into()),
+            Err(_) => ServerName::try_from(host.to_string())
+                .map_err(|_| format!("host `{host}` is not a valid TLS server name"))?,
+        };
+        Ok(TlsOptions { ca: ca.to_string(), resume, config: Arc::new(config), name })
+    }
+}
+
+/// The CA certificates of a PEM file; any problem is one line naming the flag and the file.
+fn load_ca(path: &str) -> Result<RootCertStore, String> {
+    let bad = |why: String| format!("--tls-ca {path}: {why}; give the PEM file of the CA that signed the server certificate");
+    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&bytes) {
+        let cert = cert.map_err(|e| bad(format!("unreadable PEM ({e})")))?;
+        roots.add(cert).map_err(|e| bad(format!("not a usable CA certificate ({e})")))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no PEM CERTIFICATE in it".into()));
+    }
+    Ok(roots)
+}
+
+/// How a handshake failed: the keys of the JSON's `handshake_errors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeError {
+    /// A TLS alert from the server, or a certificate (or other protocol) error here.
+    Alert = 0,
+    /// --connect-timeout ran out during the handshake.
+    Timeout = 1,
+    /// The TCP connection was reset or closed during the handshake.
+    Reset = 2,
+}
+
+const KINDS: [(HandshakeError, &str); 3] =
+    [(HandshakeError::Alert, "alert"), (HandshakeError::Timeout, "timeout"), (HandshakeError::Reset, "reset")];
+
+/// What the first completed handshake negotiated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Negotiated {
+    pub version: String,
+    pub suite: String,
+    pub alpn: Option<String>,
+}
+
+/// One thread's (then the run's) handshake figures. Handshakes and failures
+/// count when they end in the measured window, like bytes and responses.
+#[derive(Debug, Clone)]
+pub struct TlsStats {
+    pub handshakes: u64,
+    /// Of those, resumed sessions (only with --tls-resume).
+    pub resumed: u64,
+    /// TCP connected → handshake complete, µs.
+    pub latency: Hist,
+    pub errors: [u64; 3],
+    pub negotiated: Option<Negotiated>,
+}
+
+impl Default for TlsStats {
+    fn default() -> TlsStats {
+        TlsStats { handshakes: 0, resumed: 0, latency: histo::new_hist(), errors: [0; 3], negotiated: None }
+    }
+}
+
+impl TlsStats {
+    pub fn merge(&mut self, o: &TlsStats) -> Result<(), String> {
+        histo::merge(&mut self.latency, &o.latency)?;
+        self.handshakes += o.handshakes;
+        self.resumed += o.resumed;
+        for (a, b) in self.errors.iter_mut().zip(&o.errors) {
+            *a += b;
+        }
+        if self.negotiated.is_none() {
+            self.negotiated = o.negotiated.clone();
+        }
+        Ok(())
+    }
+
+    /// The JSON's `tls` object; `handshake_histogram` lets shards merge exactly.
+    pub fn json(&self, opts: &TlsOptions) -> Value {
+        let n = self.negotiated.as_ref();
+        let errors: serde_json::Map<String, Value> = KINDS.iter().map(|(k, name)| (name.to_string(), json!(self.errors[*k as usize]))).collect();
+        json!({
+            "provider": PROVIDER,
+            "resumption": opts.resume,
+            "alpn": n.and_then(|n| n.alpn.clone()),
+            "version": n.map(|n| n.version.clone()),
+            "suite": n.map(|n| n.suite.clone()),
+            "handshakes": self.handshakes,
+            "resumed": self.resumed,
+            "handshake_latency": histo::summarize(&self.latency),
+            "handshake_histogram": histo::encode(&self.latency),
+            "handshake_errors": errors,
+        })
+    }
+
+    /// The summary's line.
+    pub fn line(&self, opts: &TlsOptions) -> String {
+        let what = match &self.negotiated {
+            Some(n) => format!("{} {} ALPN {}", n.version, n.suite, n.alpn.as_deref().unwrap_or("none")),
+            None => "no handshake completed".to_string(),
+        };
+        let lat = if self.latency.is_empty() {
+            String::new()
+        } else {
+            let s = histo::summarize(&self.latency);
+            format!(" (p50 {}, p99 {})", histo::fmt_us(s.p50), histo::fmt_us(s.p99))
+        };
+        let errs: Vec<String> = KINDS.iter().map(|(k, name)| format!("{name} {}", self.errors[*k as usize])).collect();
+        format!(
+            "  TLS        {what} [{PROVIDER}, resumption {}]; {} handshake(s){lat}, {} resumed; failed: {}",
+            if opts.resume { "on" } else { "off" },
+            self.handshakes,
+            self.resumed,
+            errs.join(", ")
+        )
+    }
+}
+
+/// A connection's TLS state, from its TCP connect on.
+pub(crate) struct TlsConn {
+    pub(crate) conn: ClientConnection,
+    connected_at: Instant,
+}
+
+impl TlsConn {
+    pub(crate) fn new(opts: &TlsOptions, now: Instant) -> Result<TlsConn, rustls::Error> {
+        let mut conn = ClientConnection::new(opts.config.clone(), opts.name.clone())?;
+        // the model bounds what is queued (one request, or --pipeline of them)
+        conn.set_buffer_limit(None);
+        Ok(TlsConn { conn, connected_at: now })
+    }
+
+    /// Hand the queued requests to rustls once the handshake is done (until
+    /// then they wait in `wbuf`); returns whether there are records to write.
+    #[inline]
+    pub(crate) fn encrypt(&mut self, wbuf: &mut Vec<u8>) -> bool {
+        if !wbuf.is_empty() && !self.conn.is_handshaking() {
+            // no buffer limit: rustls takes it all
+            let _ = self.conn.writer().write_all(wbuf);
+            wbuf.clear();
+        }
+        self.conn.wants_write()
+    }
+}
+
+/// A reader that notes whether its last read came back short: the socket is
+/// drained and edge-triggered epoll will report new data (the plaintext
+/// path's rule, so TLS costs no extra read per event).
+pub(crate) struct Short<'a, R: Read> {
+    pub inner: &'a mut R,
+    pub short: bool,
+}
+
+impl<R: Read> Read for Short<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+impl<S: Sockets> Net<'_, S> {
+    /// Is connection `i` connected with its TLS handshake still under way?
+    pub(crate) fn handshaking(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        c.connected && c.tls.as_ref().is_some_and(|t| t.conn.is_handshaking())
+    }
+
+    /// Count a failed handshake of `kind` and fail its requests as connect errors.
+    pub(crate) fn fail_handshake<M: Model>(&mut self, m: &mut M, i: usize, kind: HandshakeError, now: Instant) {
+        self.count_handshake_error(kind, now);
+        self.fail(m, i, ErrorClass::Connect, now);
+    }
+
+    pub(crate) fn count_handshake_error(&mut self, kind: HandshakeError, now: Instant) {
+        if now >= self.plan.measure_start {
+            if let Some(t) = &mut self.rec.tls {
+                t.errors[kind as usize] += 1;
+            }
+        }
+    }
+
+    fn handshake_done(&mut self, i: usize, now: Instant) {
+        let Some(c) = self.conns[i].tls.as_ref() else { return };
+        let Some(stats) = self.rec.tls.as_mut() else { return };
+        if stats.negotiated.is_none() {
+            stats.negotiated = Some(Negotiated {
+                version: c.conn.protocol_version().map_or("unknown".into(), |v| format!("{v:?}")),
+                suite: c.conn.negotiated_cipher_suite().map_or("unknown".into(), |s| format!("{:?}", s.suite())),
+                alpn: c.conn.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned()),
+            });
+        }
+        if now >= self.plan.measure_start {
+            stats.handshakes += 1;
+            if c.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                stats.resumed += 1;
+            }
+            histo::record(&mut stats.latency, now.saturating_duration_since(c.connected_at).as_micros() as u64);
+        }
+    }
+
+    /// `read_tls` just took bytes for connection `i` (`eof`: the peer closed
+    /// instead): decrypt them and parse the plaintext. Returns false if the
+    /// connection is not to be read further.
+    pub(crate) fn tls_received<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, eof: bool) -> bool {
+        let Some(t) = self.conns[i].tls.as_mut() else { return false };
+        let handshaking = t.conn.is_handshaking();
+        if t.conn.process_new_packets().is_err() {
+            // an alert from the server, a certificate it failed, a bad record
+            if handshaking {
+                self.fail_handshake(m, i, HandshakeError::Alert, now);
+            } else {
+                self.fail(m, i, ErrorClass::Read, now);
+            }
+            return false;
+        }
+        if handshaking && !t.conn.is_handshaking() {
+            self.handshake_done(i, now);
+        }
+        loop {
+            if self.spare(i).is_empty() {
+                // more unparsed bytes than the bound: not a response this parser reads
+                self.fail(m, i, ErrorClass::Malformed, now);
+                return false;
+            }
+            let c = &mut self.conns[i];
+            let Some(t) = c.tls.as_mut() else { return false };
+            match t.conn.reader().read(&mut c.rbuf[c.rlen..]) {
+                Ok(0) => {
+                    // close_notify
+                    self.on_eof(m, i, now);
+                    return false;
+                }
+                Ok(n) => {
+                    if !self.received(m, i, now, n) {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    // closed without close_notify: HTTP framing says whether a response was cut
+                    self.on_eof(m, i, now);
+                    return false;
+                }
+                Err(_) => {
+                    self.fail(m, i, ErrorClass::Read, now);
+                    return false;
+                }
+            }
+        }
+        if eof {
+            self.on_eof(m, i, now);
+            return false;
+        }
+        // handshake messages to answer, or requests that waited for the handshake
+        let c = &mut self.conns[i];
+        if c.tls.as_ref().is_some_and(|t| t.conn.wants_write() || (!t.conn.is_handshaking() && !c.wbuf.is_empty())) {
+            self.mark_dirty(i);
+        }
+        true
+    }
+
+    /// Bytes a backend received for TLS connection `i` in a buffer of its own.
+    pub(crate) fn tls_received_from<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, mut data: &[u8]) -> bool {
+        while !data.is_empty() {
+            let Some(t) = self.conns[i].tls.as_mut() else { return false };
+            match t.conn.read_tls(&mut data) {
+                Ok(0) => break, // nothing taken: never loops
+                Ok(_) => {}
+                Err(_) => {
+                    self.fail(m, i, ErrorClass::Read, now);
+                    return false;
+                }
+            }
+            if !self.tls_received(m, i, now, false) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_merge_add_up_and_keep_the_first_negotiation() {
+        let mut a = TlsStats::default();
+        let mut b = TlsStats { handshakes: 3, resumed: 1, errors: [1, 2, 3], ..TlsStats::default() };
+        for v in [100, 200, 300] {
+            histo::record(&mut b.latency, v);
+        }
+        b.negotiated = Some(Negotiated { version: "TLSv1_3".into(), suite: "S".into(), alpn: Some("http/1.1".into()) });
+        a.handshakes = 2;
+        histo::record(&mut a.latency, 50);
+        a.merge(&b).unwrap();
+        assert_eq!((a.handshakes, a.resumed, a.errors, a.latency.len()), (5, 1, [1, 2, 3], 4));
+        assert_eq!(a.negotiated.as_ref().unwrap().version, "TLSv1_3");
+    }
+
+    #[test]
+    fn a_bad_ca_file_is_one_line_naming_the_flag_and_file() {
+        let dir = std::env::temp_dir().join(format!("loadgen-tls-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let junk = dir.join("junk.pem");
+        std::fs::write(&junk, "not a certificate\n").unwrap();
+        let missing = dir.join("missing.pem");
+        for p in [&junk, &missing] {
+            let path = p.to_str().unwrap();
+            let e = TlsOptions::new(path, false, "127.0.0.1").unwrap_err();
+            assert!(e.starts_with(&format!("--tls-ca {path}: ")) && !e.contains('\n'), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
