@@ -19,7 +19,8 @@ import (
 var helloFile string
 
 func main() {
-	ln, env := gocontract.Listen("go-fasthttp") // settings, GOMAXPROCS from WORKERS, bind (exits on failure)
+	cert, key, useTLS := gocontract.TLSFiles("go-fasthttp") // before the bind: one of the pair alone exits first
+	ln, env := gocontract.Listen("go-fasthttp")             // settings, GOMAXPROCS from WORKERS, bind (exits on failure)
 	helloFile = env.HelloFile
 
 	srv := &fasthttp.Server{
@@ -29,7 +30,7 @@ func main() {
 		ReadBufferSize: 16 * 1024,
 	}
 	var err error
-	if cert, key, ok := gocontract.TLSFiles("go-fasthttp"); ok {
+	if useTLS {
 		err = srv.ServeTLS(ln, cert, key) // crypto/tls with its defaults (no ALPN: fasthttp serves HTTP/1 only)
 	} else {
 		err = srv.Serve(ln)

@@ -17,8 +17,9 @@ import (
 var helloFile string
 
 func main() {
-	db := dbHandlers{openPool()}               // before the bind: a bad DATABASE_URL or DB_POOL exits first
-	ln, env := gocontract.Listen("go-nethttp") // settings, GOMAXPROCS, bind (exits on failure)
+	cert, key, useTLS := gocontract.TLSFiles("go-nethttp") // before the bind: one of the pair alone exits first
+	db := dbHandlers{openPool()}                           // before the bind: a bad DATABASE_URL or DB_POOL exits first
+	ln, env := gocontract.Listen("go-nethttp")             // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
 
 	mux := http.NewServeMux()
@@ -33,7 +34,7 @@ func main() {
 
 	srv := &http.Server{Handler: mux} // defaults: no timeouts, so idle keep-alive connections stay open
 	var err error
-	if cert, key, ok := gocontract.TLSFiles("go-nethttp"); ok {
+	if useTLS {
 		// HTTPS the net/http way: ServeTLS with crypto/tls's defaults (TLS 1.2 minimum,
 		// 1.3 offered). SPEC.md serves no HTTP/2, so only HTTP/1 is enabled; ALPN then
 		// offers http/1.1 alone.

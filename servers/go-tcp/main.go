@@ -41,9 +41,10 @@ type request struct {
 }
 
 func main() {
-	ln, env := gocontract.Listen("go-tcp") // settings, GOMAXPROCS, bind (exits on failure)
+	certFile, keyFile, useTLS := gocontract.TLSFiles("go-tcp") // before the bind: one of the pair alone exits first
+	ln, env := gocontract.Listen("go-tcp")                     // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
-	if certFile, keyFile, ok := gocontract.TLSFiles("go-tcp"); ok {
+	if useTLS {
 		// TLS the crypto/tls way: the listener hands out *tls.Conn, and the rest of the
 		// row reads and writes them as any net.Conn. crypto/tls's defaults: TLS 1.2
 		// minimum, 1.3 offered, no ALPN (no NextProtos).
