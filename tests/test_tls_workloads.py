@@ -33,7 +33,7 @@ def test_tls_json_has_a_plaintext_twin_and_an_rsa_point_of_the_same_load() -> No
         args = _line(tls, w.path)
         assert args[0] == "https://127.0.0.1:8080/json" and args[args.index("--tls-ca") + 1] == CA
         assert "--no-keepalive" not in args and "--tls-resume" not in args
-    assert sum(p.planned_seconds() for p in w.quick.points) <= 10 < sum(p.planned_seconds() for p in w.full.points)
+    assert sum(p.planned_seconds() for p in w.quick.points) <= 15 < sum(p.planned_seconds() for p in w.full.points)
 
 
 def test_tls_handshake_opens_a_connection_per_request_for_each_key_type() -> None:

@@ -16,6 +16,7 @@ from ..formatting import fmt_num, fmt_us
 from ..rules import tlsfigures
 
 TITLE = "What TLS costs"
+HANDSHAKE_SHARE_NOTED = 0.05  # a TLS window whose own handshakes took this share of its CPU is flagged
 JSON_WORKLOAD, HANDSHAKE_WORKLOAD = "tls-json", "tls-handshake"
 PLAIN, TLS = "plain", "tls"  # tls-json's points
 KEY_TYPES = ("rsa", "ecdsa")  # tls-handshake's points, one per key type
@@ -55,11 +56,23 @@ class TlsRow:
     tls_cpu_us: float | None
     handshakes: dict[str, Handshakes]
     negotiated: str | None  # "TLSv1_3 · TLS13_AES_128_GCM_SHA256 · ALPN http/1.1", from its TLS cells
+    # tls-json's TLS point: its connections' handshakes inside the measured window, per request
+    json_handshakes_per_request: float | None = None
 
     @property
     def ratio(self) -> float | None:
         """Server CPU per request over TLS ÷ plaintext."""
         return self.tls_cpu_us / self.plain_cpu_us if self.tls_cpu_us and self.plain_cpu_us else None
+
+    @property
+    def handshake_share(self) -> float | None:
+        """The share of tls-json's TLS CPU per request its window's own handshakes took, estimated at this
+        row's CPU per RSA handshake under tls-handshake (a handshake there also serves one request: an
+        upper bound)."""
+        rsa = self.handshakes.get("rsa")
+        if self.json_handshakes_per_request is None or not self.tls_cpu_us or rsa is None or rsa.cpu_us is None:
+            return None
+        return min(1.0, self.json_handshakes_per_request * rsa.cpu_us / self.tls_cpu_us)
 
     @property
     def rsa_over_ecdsa(self) -> float | None:
@@ -123,7 +136,8 @@ def rows(results: Any) -> tuple[list[TlsRow], list[RowOut]]:
         tls_groups = [g for (w, p), g in mine.items() if not (w == JSON_WORKLOAD and p == PLAIN)]
         measured.append(TlsRow(s, any_g.model, choices.get("tls_library"),
                                plain.cpu_us_per_request if plain else None, tls.cpu_us_per_request if tls else None,
-                               hs, _negotiated(tls_groups)))
+                               hs, _negotiated(tls_groups),
+                               tls.median(tlsfigures.handshakes_per_request) if tls else None))
     measured.sort(key=lambda r: (r.ratio is None, r.ratio or 0.0, r.server))
     return measured, out
 
@@ -164,6 +178,11 @@ def notes(measured: list[TlsRow]) -> list[str]:
         if r.negotiated:
             agreed.setdefault(r.negotiated, []).append(r.server)
     lines = [f"negotiated {what}: {', '.join(servers)}" for what, servers in sorted(agreed.items())]
+    for r in measured:
+        if (share := r.handshake_share) is not None and share >= HANDSHAKE_SHARE_NOTED:
+            lines.append(f"⚠ {r.server}: tls-json's TLS window includes its connections' handshakes (one per "
+                         f"{1 / r.json_handshakes_per_request:,.0f} requests), about {share:.0%} of its CPU per request "
+                         "at its CPU per RSA handshake: part of TLS ÷ plaintext is handshakes, not records")
     for r in measured:
         for key, h in r.handshakes.items():
             if h.failed:

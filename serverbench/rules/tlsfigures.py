@@ -95,6 +95,13 @@ def server_cpu_per_handshake_us(m: CellMetrics) -> float | None:
     return 1e6 * cpu / t.handshakes
 
 
+def handshakes_per_request(m: CellMetrics) -> float | None:
+    """Handshakes completed in the measured run per successful request: with keep-alive, the connections'
+    first handshakes fall inside the window too (a load's connections open at its start)."""
+    t = stored(m)
+    return t.handshakes / m.counts.ok if t is not None and m.counts.ok else None
+
+
 def handshake_p99_us(cells: Iterable[CellRecord]) -> float | None:
     """p99 of the handshake over a row's repetitions: exact from their merged histograms when every cell
     has one, else the median of the cells' own p99s (as the latency's fallback)."""
@@ -113,4 +120,4 @@ def handshake_p99_us(cells: Iterable[CellRecord]) -> float | None:
 
 
 __all__ = ["KeyType", "ERROR_KINDS", "LoadgenTls", "TlsFigures", "from_loadgen", "stored",
-           "server_cpu_per_handshake_us", "handshake_p99_us"]
+           "server_cpu_per_handshake_us", "handshakes_per_request", "handshake_p99_us"]
