@@ -2,6 +2,7 @@
 // The serverbench request handler on Node's http module, shared by node-http and
 // node-cluster (their server.toml `shares`); the database paths are in db.js.
 const http = require('node:http');
+const https = require('node:https');
 const fs = require('node:fs');
 const path = require('node:path');
 const { dbRoutes } = require('./db.js');
@@ -135,13 +136,39 @@ function handle(req, res, dbRoute) {
   }
 }
 
-// Creates the server and listens on $HOST:$PORT; a bind failure exits non-zero.
+// SPEC.md's TLS switch: with $TLS_CERT and $TLS_KEY (PEM files) set, the options for
+// https.createServer; without either, null (plaintext). One of them alone exits.
+function tlsOptions(label) {
+  const certFile = process.env.TLS_CERT;
+  const keyFile = process.env.TLS_KEY;
+  if (!certFile && !keyFile) return null;
+  if (!certFile || !keyFile) {
+    console.error(`${label}: ${certFile ? 'TLS_CERT' : 'TLS_KEY'} is set but ` +
+      `${certFile ? 'TLS_KEY' : 'TLS_CERT'} is not: set both (PEM certificate, PEM PKCS#8 key) or neither`);
+    process.exit(2);
+  }
+  // Node's TLS defaults (OpenSSL underneath): minimum TLS 1.2, TLS 1.3 offered, its own cipher list.
+  const read = (name, file) => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      console.error(`${label}: ${name} ${file}: ${err.message}: point it at a readable PEM file`);
+      process.exit(2);
+    }
+  };
+  return { cert: read('TLS_CERT', certFile), key: read('TLS_KEY', keyFile) };
+}
+
+// Creates the server and listens on $HOST:$PORT (over TLS when tlsOptions says so);
+// a bind failure exits non-zero.
 // `deps` ({ pg, escapeHtml }, from the row's node_modules) serves the database paths.
 function start(label, deps) {
   const host = process.env.HOST || '127.0.0.1';
   const port = Number(process.env.PORT || 8080);
   const dbRoute = dbRoutes(label, deps, send);
-  const server = http.createServer((req, res) => handle(req, res, dbRoute));
+  const tls = tlsOptions(label);
+  const handler = (req, res) => handle(req, res, dbRoute);
+  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
   // Keep idle keep-alive connections for 2 min (Node's default is 5 s); headers must
   // arrive within 60 s of a request starting, a whole request within 5 min.
   server.keepAliveTimeout = 120_000;
