@@ -1,16 +1,23 @@
 # Sourced by the loadgen benchmarks: a throw-away nginx that answers
 # `return 200 "Hello, World!"`, with its own prefix under a temp dir, pinned
 # with taskset, and stopped by PID when the calling script exits.
-#   nginx_start PORT CPU   -> sets NGINX_PID, NGINX_DIR
+#   nginx_start PORT CPU [CERT KEY]   -> sets NGINX_PID, NGINX_DIR; with a PEM certificate and
+#                                        key it serves TLS 1.3 on PORT (nginx's `ssl`) instead
 #   nginx_stop
 #   busy_s; nginx_ticks; others_s BUSY_BEFORE NGINX_BEFORE CLIENT_CPU_S
 #     -> CPU seconds that other work took during a measurement (the machine is shared)
 
 nginx_start() {
-    local port=$1 cpu=$2
+    local port=$1 cpu=$2 cert=${3:-} key=${4:-} ssl="" tls_conf=""
     command -v nginx >/dev/null || { echo "nginx not found: apt-get install nginx" >&2; exit 1; }
     NGINX_DIR=$(mktemp -d /tmp/loadgen-nginx.XXXXXX)
     mkdir -p "$NGINX_DIR/logs"
+    if [ -n "$cert" ]; then
+        cp "$cert" "$NGINX_DIR/server.pem"
+        cp "$key" "$NGINX_DIR/server.key"
+        ssl=" ssl"
+        tls_conf="ssl_certificate $NGINX_DIR/server.pem; ssl_certificate_key $NGINX_DIR/server.key; ssl_protocols TLSv1.3;"
+    fi
     cat >"$NGINX_DIR/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -28,7 +35,8 @@ http {
     uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
     scgi_temp_path $NGINX_DIR/tmp_scgi;
     server {
-        listen 127.0.0.1:$port backlog=16384;
+        listen 127.0.0.1:$port$ssl backlog=16384;
+        $tls_conf
         location / { default_type text/plain; return 200 "Hello, World!"; }
         location = /nginx-status { stub_status; }   # requests nginx counted (loadgen_vs_wrk.sh)
     }
