@@ -9,6 +9,7 @@ The database endpoints (db.py) use psycopg 3, the row's one third-party package.
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -206,24 +207,61 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True      # connection threads don't keep the process alive at exit
     request_queue_size = 1024  # listen backlog (socketserver's default is 5)
 
+    def shutdown_request(self, request):
+        # SSLSocket.shutdown() drops the TLS layer without a close_notify; unwrap() sends one.
+        # Non-blocking, so it does not go on to wait for the client's close_notify (a client
+        # reading to EOF would wait for our TCP close): close_notify, then the close, as nginx does.
+        if isinstance(request, ssl.SSLSocket):
+            request.setblocking(False)
+            try:
+                request.unwrap()
+            except (ssl.SSLError, OSError):
+                pass  # the client's close_notify has not come (SSLWantReadError), or it is gone
+        super().shutdown_request(request)
+
     def handle_error(self, request, client_address):
         # socketserver prints a traceback for every failed connection; a client that
-        # resets or goes away is routine, not worth a log line.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        # resets or goes away, or fails the TLS handshake (TLS 1.1, an unknown CA), is
+        # routine, not worth a log line.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
             super().handle_error(request, client_address)
+
+
+def tls_context():
+    """SPEC.md's TLS switch: an SSLContext from $TLS_CERT/$TLS_KEY, or None when neither is set."""
+    cert, key = os.environ.get("TLS_CERT"), os.environ.get("TLS_KEY")
+    if not cert and not key:
+        return None
+    if not cert or not key:
+        given, missing = ("TLS_CERT", "TLS_KEY") if cert else ("TLS_KEY", "TLS_CERT")
+        sys.exit(f"python-stdlib: {given} is set but {missing} is not: set both (PEM certificate, PEM PKCS#8 key) or neither")
+    # The ssl module's server defaults (OpenSSL's): minimum TLS 1.2, TLS 1.3 offered, no ALPN.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as e:
+        sys.exit(f"python-stdlib: TLS_CERT {cert} / TLS_KEY {key}: {e}: point them at a PEM certificate and its PEM key")
+    return context
 
 
 def main():
     host = os.environ.get("HOST") or "127.0.0.1"
     port = int(os.environ.get("PORT") or 8080)
+    tls = tls_context()
     try:
         server = Server((host, port), Handler)
     except OSError as e:
         print(f"python-stdlib: cannot listen on {host}:{port}: {e}", file=sys.stderr)
         sys.exit(1)
+    if tls is not None:
+        # The ssl docs' way for http.server: wrap the listening socket, so accept() hands out
+        # SSLSockets. Without the handshake on accept: it runs at the connection's first read,
+        # on its own thread, rather than every handshake on the one accepting thread.
+        server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     global pool
     pool = db.open_pool()
-    print(f"python-stdlib listening on {host}:{port} (a thread per connection)", flush=True)
+    scheme = "https" if tls else "http"
+    print(f"python-stdlib listening on {host}:{port} ({scheme}, a thread per connection)", flush=True)
     server.serve_forever()
 
 
