@@ -290,23 +290,6 @@ fn request_of(a: &Args) -> Result<RequestSpec, String> {
     Ok(RequestSpec { method: a.method.clone(), target, headers, body, keepalive: !a.no_keepalive })
 }
 
-/// An https:// URL needs --tls-ca; the TLS flags need an https:// URL.
-fn tls_of(a: &Args, target: &crate::request::Target) -> Result<Option<crate::tls::TlsOptions>, String> {
-    if !target.tls {
-        if a.tls_ca.is_some() || a.tls_resume {
-            return Err("--tls-ca and --tls-resume need an https:// URL".into());
-        }
-        return Ok(None);
-    }
-    let Some(ca) = &a.tls_ca else {
-        return Err("an https:// URL needs --tls-ca FILE: the CA (PEM) to verify the server certificate against".into());
-    };
-    if a.noise.noise.is_some() {
-        return Err("--noise speaks plain HTTP; it cannot go with an https:// URL".into());
-    }
-    crate::tls::TlsOptions::new(ca, a.tls_resume, &target.host).map(Some)
-}
-
 /// --rate makes open load, --users sessions, neither closed load.
 fn mode_of(a: &Args) -> Result<Mode, String> {
     match (a.rate, a.users) {
@@ -443,7 +426,8 @@ fn duration_of(a: &Args, staged: Option<&Schedule>, warmup: Duration) -> Result<
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let request = request_of(&a)?;
-        let tls = tls_of(&a, &request.target)?;
+        let t = &request.target;
+        let tls = crate::tls::options_of(t.tls, &t.host, a.tls_ca.as_deref(), a.tls_resume, a.noise.noise.is_some())?;
         let mode = mode_of(&a)?;
         check_counts(&a, mode)?;
         check_mode_flags(&a, mode)?;

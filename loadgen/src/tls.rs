@@ -58,6 +58,24 @@ impl TlsOptions {
     }
 }
 
+/// The TLS options of a run: an https:// URL (`https`, its `host`) needs
+/// --tls-ca, the TLS flags need an https:// URL, and --noise speaks plain HTTP.
+pub fn options_of(https: bool, host: &str, ca: Option<&str>, resume: bool, noise: bool) -> Result<Option<TlsOptions>, String> {
+    if !https {
+        if ca.is_some() || resume {
+            return Err("--tls-ca and --tls-resume need an https:// URL".into());
+        }
+        return Ok(None);
+    }
+    let Some(ca) = ca else {
+        return Err("an https:// URL needs --tls-ca FILE: the CA (PEM) to verify the server certificate against".into());
+    };
+    if noise {
+        return Err("--noise speaks plain HTTP; it cannot go with an https:// URL".into());
+    }
+    TlsOptions::new(ca, resume, host).map(Some)
+}
+
 /// The CA certificates of a PEM file; any problem is one line naming the flag and the file.
 fn load_ca(path: &str) -> Result<RootCertStore, String> {
     let bad = |why: String| format!("--tls-ca {path}: {why}; give the PEM file of the CA that signed the server certificate");
