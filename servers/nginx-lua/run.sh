@@ -11,6 +11,21 @@ if [ -z "$workers" ]; then workers=$(nproc); fi   # nproc honours the affinity m
 export HELLO_FILE
 case $host in *:*) listen="[$host]:$port" ;; *) listen="$host:$port" ;; esac
 
+# SPEC.md's TLS switch: with $TLS_CERT and $TLS_KEY, the same server on nginx's ssl listener.
+# Debian 12's nginx 1.22 still enables TLS 1.0/1.1 by default; ssl_protocols is set to the
+# default nginx itself adopted in 1.23.4. Session cache, tickets and ciphers stay nginx's defaults.
+tls=""
+if [ -n "${TLS_CERT:-}" ] || [ -n "${TLS_KEY:-}" ]; then
+    if [ -z "${TLS_CERT:-}" ] || [ -z "${TLS_KEY:-}" ]; then
+        echo "nginx-lua: only one of TLS_CERT and TLS_KEY is set: set both (PEM certificate, PEM PKCS#8 key) or neither" >&2
+        exit 2
+    fi
+    listen="$listen ssl"
+    tls="ssl_certificate $TLS_CERT;
+        ssl_certificate_key $TLS_KEY;
+        ssl_protocols TLSv1.2 TLSv1.3;"
+fi
+
 # File descriptors: as many connections per worker as the hard limit allows.
 nofile=$(ulimit -Hn)
 if [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ]; then nofile=65536; fi
@@ -61,6 +76,7 @@ http {
 
     server {
         listen $listen;
+        $tls
         # HTTP/0.9 simple requests ("GET /") would get a headerless answer: close instead.
         if (\$server_protocol = "") { return 444; }
 
