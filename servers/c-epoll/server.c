@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "tls.h"
 
 #define MAX_HEAD (16 * 1024)   /* request line + headers (SPEC asks for 8 KiB) */
 #define MAX_FIELDS 128         /* SPEC asks for 64 */
@@ -40,6 +41,7 @@
 static const char HELLO[] = "Hello, World!";
 static const char *hello_file;
 static atomic_ulong tenth_counter;
+static SSL_CTX *tls_ctx;      /* with $TLS_CERT/$TLS_KEY: every connection speaks TLS (tls.c) */
 
 /* ---- small growable buffer ------------------------------------------------------------ */
 
@@ -96,6 +98,7 @@ struct loop;
 
 typedef struct conn {
     int fd;
+    SSL *ssl;           /* NULL in plaintext */
     struct loop *loop;
     buf_t in;           /* received bytes; in_off = start of the next unparsed request */
     size_t in_off;
@@ -630,6 +633,8 @@ static void conn_free(conn_t *c) {
 
 static void conn_close(conn_t *c) {
     if (c->fd >= 0) {
+        if (c->ssl) tls_close(c->ssl); /* close_notify first (SPEC: Connection: close over TLS) */
+        c->ssl = NULL;
         close(c->fd); /* also removes it from the epoll set */
         c->fd = -1;
     }
@@ -640,7 +645,9 @@ static void conn_close(conn_t *c) {
 /* Writes what is pending. Returns -1 if the connection was closed. */
 static int flush_out(conn_t *c) {
     while (c->out_off < c->out.len) {
-        ssize_t w = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+        const char *p = c->out.p + c->out_off;
+        size_t n = c->out.len - c->out_off;
+        ssize_t w = c->ssl ? tls_send(c->ssl, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) return 0; /* EPOLLOUT (edge-triggered) tells us when to go on */
@@ -666,7 +673,10 @@ static int read_in(conn_t *c) {
             c->in.len - c->in_off > MAX_BODY + MAX_HEAD)
             return 1;
         buf_reserve(&c->in, 16 * 1024);
-        ssize_t r = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        /* over TLS this drains OpenSSL's buffered records too: it goes on until WANT_READ */
+        char *p = c->in.p + c->in.len;
+        size_t n = c->in.cap - c->in.len;
+        ssize_t r = c->ssl ? tls_recv(c->ssl, p, n) : recv(c->fd, p, n, 0);
         if (r > 0) {
             c->in.len += (size_t)r;
             continue;
@@ -748,9 +758,11 @@ static void accept_all(loop_t *l) {
         if (!c) { close(fd); continue; }
         c->fd = fd;
         c->loop = l;
+        if (tls_ctx && !(c->ssl = tls_new(tls_ctx, fd))) { close(fd); free(c); continue; }
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = c};
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
             perror("c-epoll: epoll_ctl");
+            if (c->ssl) SSL_free(c->ssl);
             close(fd);
             free(c);
         }
@@ -783,7 +795,8 @@ static void *loop_run(void *arg) {
             else if (l->db && db_owns(l->db, c)) db_on_event(l->db, c, evs[i].events);
             else if (c->fd < 0) continue; /* closed while waiting for a timer or the database */
             else if (evs[i].events & ~(uint32_t)EPOLLOUT) drive(c);
-            else if (c->out.len > c->out_off) drive(c); /* room to send what was left */
+            else if (c->out.len > c->out_off || (c->ssl && SSL_want_write(c->ssl)))
+                drive(c); /* room to send what was left, or what OpenSSL's handshake holds */
         }
         if (l->nheap) {
             uint64_t now = now_ns();
@@ -873,6 +886,7 @@ int main(void) {
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
+    tls_ctx = tls_setup(); /* before the bind: a bad TLS setting fails before "listening" */
     probe_port(host, port);
     loop_t *loops = calloc((size_t)workers, sizeof *loops);
     for (int i = 0; i < workers; i++) {
@@ -882,7 +896,8 @@ int main(void) {
         date_refresh(&loops[i].date);
     }
     open_databases(loops, workers);
-    fprintf(stderr, "c-epoll: listening on %s:%s with %d epoll loops\n", host, port, workers);
+    fprintf(stderr, "c-epoll: listening on %s:%s%s with %d epoll loops\n", host, port,
+            tls_ctx ? " (TLS)" : "", workers);
     for (int i = 1; i < workers; i++) {
         pthread_t t;
         if (pthread_create(&t, NULL, loop_run, &loops[i]) != 0) {
