@@ -92,12 +92,36 @@ async function handle(req: Request): Promise<Response> {
   }
 }
 
+// SPEC.md's TLS switch: with $TLS_CERT and $TLS_KEY (PEM files), Deno.serve's cert/key options
+// (Deno's TLS: rustls with its defaults); neither set: plaintext. One of them alone exits.
+function tlsOptions(): { cert: string; key: string } | Record<string, never> {
+  const certFile = Deno.env.get("TLS_CERT");
+  const keyFile = Deno.env.get("TLS_KEY");
+  if (!certFile && !keyFile) return {};
+  if (!certFile || !keyFile) {
+    const [given, missing] = certFile ? ["TLS_CERT", "TLS_KEY"] : ["TLS_KEY", "TLS_CERT"];
+    console.error(`deno: ${given} is set but ${missing} is not: set both (PEM certificate, PEM PKCS#8 key) or neither`);
+    Deno.exit(2);
+  }
+  const read = (name: string, file: string): string => {
+    try {
+      return Deno.readTextFileSync(file);
+    } catch (err) {
+      console.error(`deno: ${name} ${file}: ${err}: point it at a readable PEM file`);
+      Deno.exit(2);
+    }
+  };
+  return { cert: read("TLS_CERT", certFile), key: read("TLS_KEY", keyFile) };
+}
+
 const hostname = Deno.env.get("HOST") || "127.0.0.1";
 const port = Number(Deno.env.get("PORT") || 8080);
+const tls = tlsOptions();
 try {
   Deno.serve({
     hostname,
     port,
+    ...tls,
     onListen: (addr) => console.log(`deno listening on ${addr.hostname}:${addr.port}`),
     onError: (err) => {
       console.error("deno: handler error:", err);
