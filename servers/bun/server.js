@@ -75,12 +75,28 @@ async function handle(req, server) {
   }
 }
 
+// SPEC.md's TLS switch: with $TLS_CERT and $TLS_KEY (PEM files), Bun.serve's tls option (Bun's
+// BoringSSL with its defaults); neither set: plaintext. One of them alone exits.
+function tlsOption() {
+  const cert = process.env.TLS_CERT;
+  const key = process.env.TLS_KEY;
+  if (!cert && !key) return undefined;
+  if (!cert || !key) {
+    const [given, missing] = cert ? ["TLS_CERT", "TLS_KEY"] : ["TLS_KEY", "TLS_CERT"];
+    console.error(`bun: ${given} is set but ${missing} is not: set both (PEM certificate, PEM PKCS#8 key) or neither`);
+    process.exit(2);
+  }
+  return { cert: Bun.file(cert), key: Bun.file(key) };
+}
+
 const hostname = process.env.HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 8080);
+const tls = tlsOption();
 try {
   const server = Bun.serve({
     hostname,
     port,
+    tls,
     maxRequestBodySize: MAX_BODY,
     fetch: handle,
     error(err) {
@@ -90,6 +106,7 @@ try {
   });
   console.log(`bun listening on ${server.hostname}:${server.port} (Bun ${Bun.version}, one event loop)`);
 } catch (err) {
-  console.error(`bun: cannot listen on ${hostname}:${port}: ${err}`);
+  const files = tls ? ` (TLS_CERT ${process.env.TLS_CERT}, TLS_KEY ${process.env.TLS_KEY})` : "";
+  console.error(`bun: cannot listen on ${hostname}:${port}${files}: ${err}`);
   process.exit(1);
 }
