@@ -6,6 +6,7 @@
 // /tenth wait on an asio::steady_timer. Pipelined requests are answered in order: a parked
 // request holds back the ones behind it on its connection.
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <nlohmann/json.hpp>
 
 #include <sched.h>
@@ -26,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using asio::ip::tcp;
@@ -242,18 +244,33 @@ int parse_chunked(std::string_view p, std::size_t& used, std::string& out) {
     }
 }
 
-class Connection : public std::enable_shared_from_this<Connection> {
+using tls_stream = asio::ssl::stream<tcp::socket>;
+
+// Stream: tcp::socket (plaintext) or tls_stream (with $TLS_CERT/$TLS_KEY); the HTTP code is the
+// same for both, and the plaintext one carries no TLS branch.
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
+    static constexpr bool tls = std::is_same_v<Stream, tls_stream>;
+
 public:
-    explicit Connection(tcp::socket socket) : socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+    explicit Connection(Stream socket) : socket_(std::move(socket)), timer_(socket_.get_executor()) {}
 
     void start() {
         asio::error_code ec;
-        socket_.set_option(tcp::no_delay(true), ec);
-        step();
+        socket_.lowest_layer().set_option(tcp::no_delay(true), ec);
+        if constexpr (tls) {
+            socket_.async_handshake(asio::ssl::stream_base::server,
+                                    [self = this->shared_from_this()](asio::error_code ec) {
+                                        if (ec) return self->abort();
+                                        self->step();
+                                    });
+        } else {
+            step();
+        }
     }
 
 private:
-    tcp::socket socket_;
+    Stream socket_;
     asio::steady_timer timer_;
     std::array<char, 16 * 1024> rbuf_{};
     std::string in_;          // received, not yet answered
@@ -288,7 +305,7 @@ private:
     void park(long ms, std::string body, bool keep, bool http10) {
         waiting_ = true;
         timer_.expires_after(std::chrono::milliseconds(ms));
-        timer_.async_wait([self = shared_from_this(), body = std::move(body), keep, http10](asio::error_code ec) {
+        timer_.async_wait([self = this->shared_from_this(), body = std::move(body), keep, http10](asio::error_code ec) {
             self->waiting_ = false;
             if (ec) return;
             self->respond(200, "text/plain", body, keep, http10);
@@ -414,10 +431,10 @@ private:
             pend_.clear();
             writing_ = true;
             asio::async_write(socket_, asio::buffer(wbuf_),
-                              [self = shared_from_this()](asio::error_code ec, std::size_t) {
+                              [self = this->shared_from_this()](asio::error_code ec, std::size_t) {
                                   self->writing_ = false;
                                   self->wbuf_.clear();
-                                  if (ec) return self->close();
+                                  if (ec) return self->abort();
                                   if (self->close_after_) return self->close();
                                   self->step();
                               });
@@ -426,30 +443,50 @@ private:
         if (waiting_) return;  // the timer calls step()
         if (close_after_ || peer_eof_) return close();
         reading_ = true;
-        socket_.async_read_some(asio::buffer(rbuf_), [self = shared_from_this()](asio::error_code ec, std::size_t n) {
+        socket_.async_read_some(asio::buffer(rbuf_), [self = this->shared_from_this()](asio::error_code ec, std::size_t n) {
             self->reading_ = false;
-            if (ec == asio::error::eof) {
+            // over TLS, eof is the client's close_notify; stream_truncated a TCP close without one,
+            // taken like a half-closed plaintext client
+            if (ec == asio::error::eof || (tls && ec == asio::ssl::error::stream_truncated)) {
                 self->peer_eof_ = true;  // answer what is complete, then close
             } else if (ec) {
-                return self->close();
+                return self->abort();
             }
             self->in_.append(self->rbuf_.data(), n);
             self->step();
         });
     }
 
+    // The end of a connection in good order: over TLS, close_notify first (SPEC), with Asio's
+    // async_shutdown, which then waits for the client's close_notify or its TCP close; the timer
+    // bounds that wait for a client that does neither.
     void close() {
+        if constexpr (tls) {
+            timer_.expires_after(std::chrono::seconds(5));
+            timer_.async_wait([self = this->shared_from_this()](asio::error_code ec) {
+                if (!ec) self->abort();
+            });
+            socket_.async_shutdown([self = this->shared_from_this()](asio::error_code) { self->abort(); });
+        } else {
+            abort();
+        }
+    }
+
+    // After an error: the TCP close only.
+    void abort() {
         asio::error_code ec;
         timer_.cancel();
-        socket_.shutdown(tcp::socket::shutdown_both, ec);
-        socket_.close(ec);
+        auto& s = socket_.lowest_layer();
+        s.shutdown(tcp::socket::shutdown_both, ec);
+        s.close(ec);
     }
 };
 
 class Server {
 public:
-    Server(std::vector<std::unique_ptr<asio::io_context>>& contexts, const tcp::endpoint& ep)
-        : contexts_(contexts), acceptor_(*contexts[0]), retry_(*contexts[0]) {
+    Server(std::vector<std::unique_ptr<asio::io_context>>& contexts, const tcp::endpoint& ep,
+           asio::ssl::context* tls)
+        : contexts_(contexts), acceptor_(*contexts[0]), retry_(*contexts[0]), tls_(tls) {
         acceptor_.open(ep.protocol());
         acceptor_.set_option(tcp::acceptor::reuse_address(true));
         acceptor_.bind(ep);
@@ -461,7 +498,10 @@ public:
         asio::io_context& target = *contexts_[next_++ % contexts_.size()];
         acceptor_.async_accept(target, [this](asio::error_code ec, tcp::socket socket) {
             if (!ec) {
-                std::make_shared<Connection>(std::move(socket))->start();
+                if (tls_)
+                    std::make_shared<Connection<tls_stream>>(tls_stream(std::move(socket), *tls_))->start();
+                else
+                    std::make_shared<Connection<tcp::socket>>(std::move(socket))->start();
                 accept();
             } else {
                 // e.g. out of file descriptors: back off briefly instead of spinning
@@ -476,12 +516,46 @@ private:
     std::vector<std::unique_ptr<asio::io_context>>& contexts_;
     tcp::acceptor acceptor_;
     asio::steady_timer retry_;
+    asio::ssl::context* tls_;  // null: plaintext
     std::size_t next_ = 0;
 };
 
 std::string env_or(const char* name, const char* def) {
     const char* v = std::getenv(name);
     return v && *v ? v : def;
+}
+
+// With $TLS_CERT and $TLS_KEY: one server context for every connection (OpenSSL through
+// asio::ssl). Asio's tls_server still allows TLS 1.0 and 1.1 (its minimum is TLS1_VERSION):
+// they are switched off with its no_tlsv1 options. Otherwise OpenSSL's defaults: ciphers,
+// tickets, no ALPN. One variable alone, or a file OpenSSL rejects, ends the process with a line.
+std::unique_ptr<asio::ssl::context> tls_context() {
+    const char* cert = std::getenv("TLS_CERT");
+    const char* key = std::getenv("TLS_KEY");
+    bool have_cert = cert && *cert, have_key = key && *key;
+    if (!have_cert && !have_key) return nullptr;
+    if (!have_cert || !have_key) {
+        std::cerr << "cpp-asio: " << (have_cert ? "TLS_CERT" : "TLS_KEY") << " is set but "
+                  << (have_cert ? "TLS_KEY" : "TLS_CERT")
+                  << " is not; set both (PEM certificate and PKCS#8 key) or neither\n";
+        std::exit(1);
+    }
+    auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    ctx->set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    try {
+        ctx->use_certificate_chain_file(cert);
+    } catch (const std::exception& e) {
+        std::cerr << "cpp-asio: cannot load TLS_CERT " << cert << ": " << e.what() << "; point it at a PEM certificate\n";
+        std::exit(1);
+    }
+    try {
+        ctx->use_private_key_file(key, asio::ssl::context::pem);
+    } catch (const std::exception& e) {
+        std::cerr << "cpp-asio: cannot load TLS_KEY " << key << ": " << e.what()
+                  << "; point it at the PEM private key of TLS_CERT\n";
+        std::exit(1);
+    }
+    return ctx;
 }
 
 int default_workers() {
@@ -508,17 +582,18 @@ int main() {
     std::vector<std::unique_ptr<asio::io_context>> contexts;
     for (int i = 0; i < workers; i++) contexts.push_back(std::make_unique<asio::io_context>(1));
 
+    std::unique_ptr<asio::ssl::context> tls = tls_context();  // before the bind: fail before "listening"
     std::unique_ptr<Server> server;
     try {
         tcp::resolver resolver(*contexts[0]);
         tcp::endpoint ep = *resolver.resolve(host, port, tcp::resolver::passive).begin();
-        server = std::make_unique<Server>(contexts, ep);
+        server = std::make_unique<Server>(contexts, ep, tls.get());
     } catch (const std::exception& e) {
         std::cerr << "cpp-asio: cannot listen on " << host << ":" << port << ": " << e.what() << "\n";
         return 1;
     }
     server->accept();
-    std::cerr << "cpp-asio: listening on " << host << ":" << port << " with " << workers << " io_contexts\n";
+    std::cerr << "cpp-asio: listening on " << host << ":" << port << (tls ? " (TLS)" : "") << " with " << workers << " io_contexts\n";
 
     // SIGTERM's default action ends the process; the io_contexts never run out of work.
     std::vector<std::thread> threads;
