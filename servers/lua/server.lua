@@ -280,6 +280,13 @@ local function handler(skt)
   if not ok then io.stderr:write("lua: ", tostring(err), "\n") end
 end
 
+-- The row serves no TLS (server.toml's tls_out): refuse SPEC.md's TLS switch rather than answer
+-- plaintext to a caller that asked for TLS.
+if os.getenv("TLS_CERT") or os.getenv("TLS_KEY") then
+  io.stderr:write("lua: TLS_CERT/TLS_KEY are set, but this row serves no TLS (Debian 12's Copas 1.x has none; see tls_out in server.toml): unset them\n")
+  os.exit(2)
+end
+
 local server, err = socket.bind(HOST, PORT, 1024)
 if not server then
   io.stderr:write(string.format("lua: cannot listen on %s:%d: %s\n", HOST, PORT, err))
