@@ -140,7 +140,7 @@ def test_every_folder_says_what_it_owns_and_may_import() -> None:
 
 # The folders in the order data flows (docs/DESIGN.md's table of folders): each imports only the
 # shared vocabulary and the folders before it; the CLI's modules sit above them all.
-FOLDERS = ["catalog", "rules", "processes", "database", "verify", "overtime", "cluster", "run", "crosscheck", "results", "seeds", "cost",
+FOLDERS = ["tls", "catalog", "rules", "processes", "database", "verify", "overtime", "cluster", "run", "crosscheck", "results", "seeds", "cost",
            "charts", "exporters"]
 VOCABULARY = {"paths", "model", "store", "formatting", "console", "fairness", "saturation", "dbfigures"}
 
