@@ -20,7 +20,7 @@ from serverbench.rules import tlsfigures  # noqa: E402
 from serverbench.run import tls_run  # noqa: E402
 from serverbench.run.runner import RunOptions, run_matrix  # noqa: E402
 from serverbench.store import Store  # noqa: E402
-from tls_material import material  # noqa: E402
+from serverbench.tls.certs import make_material as material  # noqa: E402
 
 TINY = runfix.HERE / "tiny_server.py"
 CHOICES = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}

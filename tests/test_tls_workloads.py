@@ -3,6 +3,7 @@ object read into a cell's figures (processes/loadgen.py, rules/tlsfigures.py).""
 from __future__ import annotations
 
 import copy
+from typing import get_args
 
 import pytest
 from hdrh.histogram import HdrHistogram
@@ -12,7 +13,9 @@ from serverbench.model import CellMetrics, CellRecord, LoadgenReport
 from serverbench.processes import loadgen
 from serverbench.processes.loadgen import LoadgenError, LoadgenResult
 from serverbench.rules import tlsfigures
+from serverbench.exporters import tls_section
 from serverbench.run import measure
+from serverbench.tls.certs import KEY_TYPES
 
 CA = "/run/logs/run-7/tls/ca.pem"
 
@@ -63,6 +66,11 @@ def test_a_tls_point_needs_the_ca_and_the_feature() -> None:
         wl.Point(label="x", duration="1s", tls="dsa")
     with pytest.raises(ValueError, match="noise speaks plain HTTP"):
         wl.Point(label="x", duration="1s", tls="rsa", noise="idle")
+
+
+def test_the_key_types_are_the_certificates_the_harness_makes() -> None:
+    point = next(a for a in get_args(wl.Point.model_fields["tls"].annotation) if a is not type(None))
+    assert get_args(point) == get_args(tlsfigures.KeyType) == tls_section.KEY_TYPES == KEY_TYPES
 
 
 def test_warm_up_and_calibration_loads_keep_the_key_type() -> None:
