@@ -164,3 +164,11 @@ def test_per_process_counters_are_refused() -> None:
         id, counter = "node-cluster", "per-process"
     with pytest.raises(CrosscheckError, match="counts /tenth per process"):
         check_servers([M()])
+
+
+def test_a_workload_with_tls_points_is_refused_in_one_line() -> None:
+    from serverbench.crosscheck.session import check_workload
+    tls = load_workloads()["tls-json"]
+    with pytest.raises(CrosscheckError, match="TLS points.*TLS=1 bench/loadgen_vs_wrk.sh"):
+        check_workload(tls, False)
+    check_workload(load_workloads()["prantl-wrk"], False)  # a plaintext workload passes

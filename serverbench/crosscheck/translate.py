@@ -58,6 +58,8 @@ def _common_refusal(tool: str, p: Point) -> str | None:
     """Reasons no tool but loadgen takes this point."""
     if p.mode == "capacity":
         return "capacity points are stepped by serverbench's runner; cross-check a closed or open workload"
+    if p.tls is not None:
+        return "TLS points are not cross-checked yet (bench/loadgen_vs_wrk.sh TLS=1 compares loadgen with wrk over TLS)"
     if p.pipeline and p.pipeline > 1 and tool != "loadgen":
         return f"{tool} does not pipeline requests (wrk only through a Lua script, not translated)"
     if p.stages is not None and tool not in ("loadgen",):
