@@ -125,8 +125,31 @@ server = HTTP::Server.new do |context|
   end
 end
 
+# TLS (SPEC "TLS"): with $TLS_CERT and $TLS_KEY, the same server on the same port over TLS
+# instead of plaintext. Context::Server's defaults (OpenSSL, TLS 1.0/1.1 off, Mozilla's
+# intermediate ciphers, no ALPN) are kept. Read before the bind, so a bad setting fails first.
+def tls_context : OpenSSL::SSL::Context::Server?
+  cert, key = ENV["TLS_CERT"]?.presence, ENV["TLS_KEY"]?.presence
+  return nil unless cert || key
+  unless cert && key
+    set, unset = cert ? {"TLS_CERT", "TLS_KEY"} : {"TLS_KEY", "TLS_CERT"}
+    STDERR.puts "crystal: #{set} is set but #{unset} is not; set both (PEM certificate and PKCS#8 key) or neither"
+    exit 1
+  end
+  context = OpenSSL::SSL::Context::Server.new
+  begin
+    context.certificate_chain = cert
+    context.private_key = key
+  rescue ex : OpenSSL::Error
+    STDERR.puts "crystal: cannot load TLS_CERT #{cert} / TLS_KEY #{key}: #{ex.message}; point them at a PEM certificate and its key"
+    exit 1
+  end
+  context
+end
+
+tls = tls_context
 begin
-  address = server.bind_tcp(HOST, PORT.to_i)
+  address = tls ? server.bind_tls(HOST, PORT.to_i, tls) : server.bind_tcp(HOST, PORT.to_i)
 rescue ex : Socket::Error | ArgumentError
   STDERR.puts "crystal: cannot listen on #{HOST}:#{PORT}: #{ex.message}"
   exit 1
