@@ -4,7 +4,7 @@
 %% and the bind-failure exit. Serving connections stays in each row.
 -module(sb_contract).
 -export([settings/1, int_param/4, delay_params/1, tenth_params/1, next_tenth/0,
-         xs/1, read_hello/0, max_body/0, cannot_listen/2, start/3]).
+         xs/1, read_hello/0, max_body/0, cannot_listen/2, start/3, tls/1]).
 
 -define(MAX_BODY, 1048576).   % POST /echo limit and the most /delay?bytes= asks for
 -define(MAX_MS, 60000).       % /delay and /tenth wait at most this long
@@ -107,6 +107,35 @@ start(Name, How, Start) ->
         {Holder, ok} -> listening(Name, How);
         {Holder, {error, Why}} -> cannot_listen(Name, Why)
     end.
+
+%% SPEC "TLS": with $TLS_CERT (PEM certificate) and $TLS_KEY (its PEM key) set, the row
+%% serves the same endpoints over TLS instead of plaintext, on OTP's own ssl application with
+%% its defaults (OTP 25: TLS 1.2 and 1.3 only, no ALPN unless asked). Returns the two files
+%% as ssl options, with ssl started, or plaintext. One variable alone or a file that cannot
+%% be read ends the VM with one line, before anything listens.
+-spec tls(string()) -> plaintext | [{certfile | keyfile, string()}].
+tls(Name) ->
+    case {env("TLS_CERT", ""), env("TLS_KEY", "")} of
+        {"", ""} -> plaintext;
+        {"", _} -> tls_exit(Name, "TLS_KEY is set but TLS_CERT is not", []);
+        {_, ""} -> tls_exit(Name, "TLS_CERT is set but TLS_KEY is not", []);
+        {Cert, Key} ->
+            readable(Name, "TLS_CERT", Cert),
+            readable(Name, "TLS_KEY", Key),
+            {ok, _} = application:ensure_all_started(ssl),
+            [{certfile, Cert}, {keyfile, Key}]
+    end.
+
+readable(Name, Var, Path) ->
+    case file:read_file_info(Path) of
+        {ok, _} -> ok;
+        {error, Why} -> tls_exit(Name, "cannot read ~s ~s (~s)", [Var, Path, file:format_error(Why)])
+    end.
+
+tls_exit(Name, Format, Args) ->
+    io:format(standard_error, "~s: " ++ Format ++ "; set TLS_CERT and TLS_KEY to a PEM certificate and its key, or neither~n",
+              [Name | Args]),
+    erlang:halt(1).
 
 env(Name, Default) ->
     case os:getenv(Name) of

@@ -21,9 +21,14 @@ main() ->
               {keep_alive, true},
               %% httpd answers 413 past max_body_size, but a chunked body past it stalls the
               %% connection (neither answered nor closed): the limit is checked in echo/1 instead.
-              {max_content_length, 2 * sb_contract:max_body()}],
+              {max_content_length, 2 * sb_contract:max_body()}]
+             ++ socket_type(sb_contract:tls(?NAME)),
     sb_contract:start(?NAME, "inets httpd, a process per connection",
                       fun() -> started(inets:start(), Config) end).
+
+%% With $TLS_CERT/$TLS_KEY: httpd's documented TLS socket type, on OTP's ssl and its defaults.
+socket_type(plaintext) -> [];
+socket_type(TlsFiles) -> [{socket_type, {ssl, TlsFiles}}].
 
 started(ok, Config) ->
     case inets:start(httpd, Config) of

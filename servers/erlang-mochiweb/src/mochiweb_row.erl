@@ -14,13 +14,20 @@ main() ->
     Options = [{name, ?MODULE}, {ip, Ip}, {port, Port}, {loop, fun ?MODULE:loop/1},
                {backlog, 4096},
                %% MochiWeb's default cap is 2048 open connections; SPEC asks for 10,000+.
-               {max, 1000000}],
+               {max, 1000000}]
+              ++ ssl_options(sb_contract:tls(?NAME)),
     sb_contract:start(?NAME, "mochiweb_http, a process per connection",
                       fun() -> case mochiweb_http:start(Options) of
                                    {ok, _} -> ok;
                                    Error -> Error
                                end
                       end).
+
+%% With $TLS_CERT/$TLS_KEY: MochiWeb's documented TLS options, on OTP's ssl. MochiWeb's own
+%% default versions are every one ssl has but SSLv3 (mochiweb_socket:add_safe_protocol_versions,
+%% TLS 1.0 and 1.1 included), so the versions are set to 1.2 and 1.3 (SPEC: minimum 1.2).
+ssl_options(plaintext) -> [];
+ssl_options(TlsFiles) -> [{ssl, true}, {ssl_opts, [{versions, ['tlsv1.3', 'tlsv1.2']} | TlsFiles]}].
 
 %% One request: route by path, then by method.
 loop(Req) ->

@@ -20,10 +20,16 @@ main() ->
     Server = [{servername, "localhost"}, {listen, Ip}, {port, Port},
               {appmods, [{"/", ?MODULE}]},
               {flags, [{access_log, false}, {auth_log, false}]},
-              {partial_post_size, nolimit}],    % hand out/1 the whole body (10 KiB by default)
+              {partial_post_size, nolimit}]     % hand out/1 the whole body (10 KiB by default)
+             ++ ssl_conf(sb_contract:tls(?NAME)),
     Global = [{logdir, LogDir}, {flags, [{copy_error_log, false}]}, {max_connections, nolimit}],
     sb_contract:start(?NAME, "Yaws embedded, an appmod, a process per connection",
                       fun() -> started(yaws:start_embedded(".", Server, Global, ?NAME)) end).
+
+%% With $TLS_CERT/$TLS_KEY: the server's ssl settings (Yaws's #ssl{} record from this list,
+%% its other fields at Yaws's defaults), on OTP's ssl.
+ssl_conf(plaintext) -> [];
+ssl_conf(TlsFiles) -> [{ssl, TlsFiles}].
 
 started(ok) -> ok;
 started({error, _} = Error) -> Error;
