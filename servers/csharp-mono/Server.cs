@@ -9,8 +9,11 @@ using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using System.Runtime.Serialization;
+using System.Security.Authentication;
+using System.Security.Cryptography.X509Certificates;
 using System.Runtime.Serialization.Json;
 using System.Text;
 using System.Threading;
@@ -53,11 +56,11 @@ static class HttpDate
 class Connection
 {
     const int MaxHead = 64 * 1024;
-    readonly NetworkStream stream;
+    readonly Stream stream; // the NetworkStream, or the SslStream over it
     byte[] buf = new byte[8192];
     int start, end; // unread bytes are buf[start..end)
 
-    public Connection(NetworkStream stream) { this.stream = stream; }
+    public Connection(Stream stream) { this.stream = stream; }
 
     async Task<bool> ReadMore()
     {
@@ -150,6 +153,35 @@ static class Server
     static readonly DataContractJsonSerializer JsonSerializer = new DataContractJsonSerializer(typeof(Message));
     static string helloFile;
     static long counter;
+    static X509Certificate2 tlsCert; // with $TLS_CERT/$TLS_KEY: every connection speaks TLS
+
+    // SPEC "TLS": $TLS_CERT/$TLS_KEY ask for TLS; SslStream takes an X509Certificate2 with its key,
+    // which Mono loads from a key store, so the row reads $TLS_PKCS12 (password $TLS_PKCS12_PASSWORD).
+    // Returns null for plaintext, or an error line.
+    static string LoadTls()
+    {
+        bool cert = !string.IsNullOrEmpty(Environment.GetEnvironmentVariable("TLS_CERT"));
+        bool key = !string.IsNullOrEmpty(Environment.GetEnvironmentVariable("TLS_KEY"));
+        if (!cert && !key) return null;
+        if (!cert || !key)
+            return (cert ? "TLS_CERT is set but TLS_KEY is not" : "TLS_KEY is set but TLS_CERT is not") +
+                   "; set both (PEM certificate and PKCS#8 key) or neither";
+        string p12 = Environment.GetEnvironmentVariable("TLS_PKCS12");
+        if (string.IsNullOrEmpty(p12))
+            return "TLS_CERT/TLS_KEY are set but TLS_PKCS12 is not; Mono's SslStream loads the key from a PKCS#12 file: set TLS_PKCS12 and TLS_PKCS12_PASSWORD";
+        try
+        {
+            tlsCert = new X509Certificate2(p12, Environment.GetEnvironmentVariable("TLS_PKCS12_PASSWORD") ?? "");
+        }
+        catch (Exception e)
+        {
+            // Mono 6.8 decodes PKCS#12 with the legacy ciphers (3DES, RC2) only: PBES2/AES
+            // files (OpenSSL 3's default) end here with "Unable to decode certificate."
+            return "cannot load TLS_PKCS12 " + p12 + ": " + e.Message +
+                   " (Mono 6.8 reads PKCS#12 only with legacy 3DES/RC2 encryption, not PBES2/AES)";
+        }
+        return null;
+    }
 
     static int Main()
     {
@@ -165,6 +197,12 @@ static class Server
         ThreadPool.GetMaxThreads(out unusedIo, out io);
         ThreadPool.SetMaxThreads(workers, io);
 
+        string tlsError = LoadTls(); // before the bind: a bad TLS setting fails first
+        if (tlsError != null)
+        {
+            Console.Error.WriteLine("csharp-mono: " + tlsError);
+            return 1;
+        }
         TcpListener listener;
         try
         {
@@ -192,7 +230,17 @@ static class Server
         try
         {
             client.NoDelay = true;
-            var conn = new Connection(client.GetStream());
+            Stream stream = client.GetStream();
+            SslStream ssl = null;
+            if (tlsCert != null)
+            {
+                ssl = new SslStream(stream, false);
+                // minimum TLS 1.2 (SPEC); Tls13 asked for too, but Mono 6.8's BoringSSL (btls) has
+                // none: a TLS 1.3-only client fails with NO_SHARED_CIPHER (see explanation)
+                await ssl.AuthenticateAsServerAsync(tlsCert, false, SslProtocols.Tls12 | SslProtocols.Tls13, false);
+                stream = ssl;
+            }
+            var conn = new Connection(stream);
             while (true)
             {
                 bool keepAlive;
@@ -207,13 +255,19 @@ static class Server
                     // Malformed: answer, then close (the rest of the stream cannot be trusted).
                     string text = e.Status == 413 ? "Content Too Large" : e.Status == 431 ? "Request Header Fields Too Large" : "Bad Request";
                     await Respond(conn, e.Status, "text/plain", Encoding.ASCII.GetBytes(text), 0, text.Length, false, "HTTP/1.1", false);
+                    if (ssl != null) await ssl.ShutdownAsync(); // close_notify before the TCP close
                     return;
                 }
-                if (!keepAlive) return;
+                if (!keepAlive)
+                {
+                    if (ssl != null) await ssl.ShutdownAsync(); // close_notify before the TCP close
+                    return;
+                }
             }
         }
         catch (IOException) { }        // the client went away
         catch (SocketException) { }
+        catch (AuthenticationException) { } // a failed TLS handshake: the client got its alert
         catch (ObjectDisposedException) { }
         catch (Exception e)
         {
