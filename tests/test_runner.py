@@ -319,7 +319,10 @@ def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.Monke
     from serverbench.verify import servers as vservers
     seen = {}
 
-    def fake_verify(url, m, *, workers, pid):  # the real checks are tested in test_verify.py
+    def fake_verify(url, m, *, workers, pid=None, only=None, tls=None):  # the real checks: test_verify*.py
+        if only == ["tls"]:  # the second call, after the plaintext start stopped: py-ok is no tls row
+            assert tls is None
+            return [vf.CheckResult("tls", True, "not a tls row", skipped=True)]
         seen.update(url=url, workers=workers, pid=pid)
         return [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404")]
 
@@ -330,7 +333,8 @@ def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.Monke
     assert seen["url"].startswith("http://127.0.0.1:") and seen["workers"] == 1 and seen["pid"] > 0
     v = env["store"].verdict("py-ok")
     assert not v.passed and v.folder_hash == build.folder_hash(m)
-    assert [(c["name"], c["passed"]) for c in v.checks] == [("root", True), ("file", False), ("sigterm", True)]
+    assert [(c["name"], c["passed"]) for c in v.checks] == [("root", True), ("file", False), ("sigterm", True),
+                                                            ("tls", True)]
     # a failed verdict keeps the server out of runs, naming the failed check
     res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
     assert "failed verification (file)" in env["store"].cells(res.run_id)[0].error

@@ -272,6 +272,12 @@ class Gate:
                 unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "db")
                 if unchecked is not None:
                     return unchecked
+            # a tls row's tls check must have run (rows without tls_library: tls_run.row_reason says why)
+            tls_row = getattr(getattr(m, "choices", None), "tls", False)
+            if "tls" in w.features and tls_row and not self.allow_unverified:
+                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "tls")
+                if unchecked is not None:
+                    return unchecked
             return kinds.not_run(self.store.verdict(m.id), w, tool)
         return self.cache[m.id]
 

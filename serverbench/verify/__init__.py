@@ -7,12 +7,13 @@ smuggling.py the request-smuggling check (conflicting Transfer-Encoding / Conten
 dbchecks.py  checks of /db, /queries, /fortunes, /updates (the db feature; skipped for other rows)
 dbcount.py   pg_stat_statements: the counting window and the exact-count rules (bench/db_query_counts.py too)
 dbsetup.py   the database verify gives db rows: the harness's own PostgreSQL, or --db-url's
+tlscheck.py  the tls check: the row started again with $TLS_*, judged as a TLS client (the tls feature)
 kinds.py     what each check protects (measurement, feature, robustness) and what a verdict lets a row run
 suite.py     the ordered check list and verify()
 servers.py   verifying contestants: start, check, store the verdict
 httpcheck.py the raw HTTP/1.1 client the checks use
 
-May import: paths, model, store, catalog, processes, database. Hands out the names below to the CLI, run
+May import: paths, model, store, tls, catalog, processes, database. Hands out the names below to the CLI, run
 (the verdict gates) and results (the deviations a report shows).
 """
 from .base import CheckResult

@@ -7,6 +7,7 @@ benchmark through errors.
 """
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,14 @@ class Ctx:
     db_row: bool = False  # the manifest declares the db_* choices (SPEC.md, "Database endpoints")
     db: Any = None  # dbcount.DbTarget: the database the row was started with, for the db checks
     db_problem: str | None = None  # why a db row's database checks cannot run here (one line, the fix)
+    tls_row: bool = False  # the manifest declares tls_library (SPEC.md, "TLS")
+    tls_out: str | None = None  # the manifest's tls_out: why the row serves no TLS here
+    tls_start: Any = None  # tlscheck.TlsStart: how to start the row again with $TLS_* (None: cannot here)
+    tls: ssl.SSLContext | None = None  # set: every connection is a TLS client (the tls check's HTTP rules)
 
     def conn(self, timeout: float | None = None) -> Conn:
         try:
-            return Conn(self.host, self.port, self.timeout if timeout is None else timeout)
+            return Conn(self.host, self.port, self.timeout if timeout is None else timeout, tls=self.tls)
         except HTTPCheckError as e:
             raise CheckFailed(str(e)) from e
 

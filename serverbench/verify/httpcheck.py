@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -110,16 +111,29 @@ def build_request(
 class Conn:
     """One client TCP connection with a receive buffer and a strict response reader."""
 
-    def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT, nodelay: bool = True) -> None:
+    def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT, nodelay: bool = True,
+                 tls: ssl.SSLContext | None = None) -> None:
+        """With `tls`, the connection is a TLS client of `host` (its name or IP verified as the context says):
+        every check then runs unchanged over TLS, each `send` one or more TLS records of its own."""
         self.host, self.port, self.timeout = host, port, timeout
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
+            raw = socket.create_connection((host, port), timeout=timeout)
         except TimeoutError as e:
             raise ReadTimeout(f"connect to {host}:{port} timed out after {timeout:g} s") from e
         except OSError as e:
             raise PeerClosed(f"connect to {host}:{port} failed: {e.strerror or e}") from e
         if nodelay:  # so that split sends really leave as separate segments
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock: socket.socket = raw
+        if tls is not None:
+            try:
+                self.sock = tls.wrap_socket(raw, server_hostname=host)  # handshakes within `timeout`
+            except TimeoutError as e:
+                raw.close()
+                raise ReadTimeout(f"TLS handshake with {host}:{port} timed out after {timeout:g} s") from e
+            except (ssl.SSLError, OSError) as e:
+                raw.close()
+                raise PeerClosed(f"TLS handshake with {host}:{port} failed: {e}") from e
         self.buf = bytearray()
         self.eof = False
 
@@ -151,7 +165,8 @@ class Conn:
             data = self.sock.recv(65536)
         except TimeoutError as e:
             raise ReadTimeout(f"timed out waiting for {waiting_for} ({len(self.buf)} B buffered)") from e
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):
+            # a reset, or over TLS a fatal alert or a broken record: the connection is over either way
             data = b""
         if not data:
             self.eof = True

@@ -36,6 +36,9 @@ KINDS: dict[str, CheckKind] = {
     # The database endpoints (dbchecks.py): a wrong /db, /queries, /fortunes, /updates or query count
     # corrupts the database workloads only (`features = ["db"]`); a row without them is skipped.
     **{name: CheckKind("feature", feature="db") for name in ("db", "queries", "fortunes", "db-counts", "updates")},
+    # TLS (tlscheck.py): a row that fails it serves the TLS workloads wrongly (`features = ["tls"]`) only;
+    # its plaintext is judged by the checks above. A row without tls_library is skipped.
+    "tls": CheckKind("feature", feature="tls"),
     "bad-request": CheckKind("robustness"),
     # Input no workload or cross-check tool sends: they all write `Connection: close` in that case,
     # and ab sends Host with HTTP/1.0. A failure is a deviation from RFC 9110/9112, shown, not gated.
@@ -45,7 +48,7 @@ KINDS: dict[str, CheckKind] = {
 }
 
 # Features (workloads.Feature, TOOL_FEATURES) and the checks protecting them: pipelining ← pipeline,
-# http10 ← http10 (the cross-check's ab), db ← db, queries, fortunes, db-counts, updates, new-connection-per-request ← connection-close (a measurement
+# http10 ← http10 (the cross-check's ab), db ← db, queries, fortunes, db-counts, updates, tls ← tls, new-connection-per-request ← connection-close (a measurement
 # check: declared so the workload says what it uses, it adds no gate of its own).
 # Cross-check tools that need a feature on every point: ab speaks HTTP/1.0 only.
 TOOL_FEATURES: dict[str, tuple[str, ...]] = {"ab": ("http10",)}

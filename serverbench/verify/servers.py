@@ -4,17 +4,24 @@ Yields one ServerVerdict per server; printing is the caller's (the CLI's) job.
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..catalog import build, doctor
 from ..database import rowenv
 from ..processes import supervisor
+from ..tls.certs import make_material
 from .base import CheckResult
 from .dbsetup import DbSetup
 from .kinds import Admission, admission
-from .suite import is_db_row, verify
+from .suite import CHECKS, TLS_CHECKS, is_db_row, tls_of, verify
+from .tlscheck import TlsStart
+
+PLAIN_CHECKS = [c for c in CHECKS if c not in TLS_CHECKS]
 
 
 @dataclass
@@ -39,6 +46,42 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
     db = db or DbSetup(problem="no database given to verify")
     if server_cpus is None:
         server_cpus = supervisor.default_cpu_split()[0]
+    with ExitStack() as stack:
+        # the tls check's certificates: made once per verify, at the first tls row, removed at the end
+        folder = _LazyFolder(stack)
+        yield from _each(manifests, store, server_cpus, allow_unavailable, db, folder)
+
+
+class _LazyFolder:
+    """A temporary folder made on first use and removed when `stack` closes; its TLS material made once."""
+
+    def __init__(self, stack: ExitStack) -> None:
+        self.stack = stack
+        self._material: Any = None
+
+    @property
+    def material(self) -> Any:
+        if self._material is None:
+            path = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="serverbench-verify-tls-")))
+            self._material = make_material(path)
+        return self._material
+
+
+def _tls_start(m: Any, folder: _LazyFolder, cpus: list[int], workers: int,
+               env: dict[str, str] | None) -> TlsStart:
+    material = folder.material
+
+    @contextmanager
+    def start(tls_env: dict[str, str]) -> Iterator[str]:
+        with supervisor.run_server(m, cpus=cpus, workers=workers, extra_env={**(env or {}), **tls_env},
+                                   tls_ca=Path(material.ca)) as srv:
+            yield srv.url
+
+    return TlsStart(material, start)
+
+
+def _each(manifests: list[Any], store: Any, server_cpus: list[int], allow_unavailable: bool, db: DbSetup,
+          tls_folder: _LazyFolder) -> Iterator[ServerVerdict]:
     for m in manifests:
         a = doctor.check(m, "run")
         if not a.available:
@@ -59,7 +102,7 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
         dbkw: dict[str, Any] = {"db": db.target, "db_problem": db.problem} if is_db_row(m) else {}
         try:
             with supervisor.run_server(m, cpus=server_cpus, workers=workers, extra_env=env) as srv:
-                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, **dbkw))
+                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, only=PLAIN_CHECKS, **dbkw))
         except supervisor.ServerStartError as e:
             results.append(CheckResult("starts", False, str(e).splitlines()[0]))
         if srv is not None:
@@ -67,6 +110,9 @@ def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] |
             results.append(CheckResult(
                 "sigterm", clean,
                 "exited within 5 s of SIGTERM" if clean else "did not exit within 5 s of SIGTERM (killed)"))
+            # after the plaintext start has stopped: the same row again, serving TLS on a port of its own
+            tls = _tls_start(m, tls_folder, server_cpus, workers, env) if tls_of(m)[0] else None
+            results += verify(srv.url, m, workers=srv.workers, only=TLS_CHECKS, tls=tls)
         checks = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
                   for r in results]
         ok = admission(checks).admitted

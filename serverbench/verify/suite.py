@@ -18,6 +18,7 @@ from .protocol import (check_bad_request, check_close_case, check_connection_clo
                        check_http10_no_host, check_idle_connections, check_keepalive, check_method, check_not_found,
                        check_pipeline, check_split)
 from .smuggling import check_smuggling
+from .tlscheck import TlsStart, check_tls
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "root": check_root,
@@ -46,9 +47,12 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "fortunes": check_fortunes,
     "db-counts": check_db_counts,
     "updates": check_updates,
+    # the tls feature (tlscheck.py): the row started again with $TLS_*; skipped for a row without tls_library
+    "tls": check_tls,
 }
 CHECKS: list[str] = list(CHECK_FUNCS)
 DB_CHECKS: list[str] = ["db", "queries", "fortunes", "db-counts", "updates"]
+TLS_CHECKS: list[str] = ["tls"]
 
 
 def _default_hello_file() -> Path:
@@ -62,6 +66,12 @@ def is_db_row(manifest: Any | None) -> bool:
     """Whether a manifest declares the db_* choices (catalog.manifests.Choices.db)."""
     choices = getattr(manifest, "choices", None)
     return bool(choices is not None and getattr(choices, "db", False))
+
+
+def tls_of(manifest: Any | None) -> tuple[bool, str | None]:
+    """Whether a manifest declares tls_library (catalog.manifests.Choices.tls), and its tls_out."""
+    choices = getattr(manifest, "choices", None)
+    return bool(choices is not None and getattr(choices, "tls", False)), getattr(choices, "tls_out", None)
 
 
 def _bound(manifest: Any, workers: int) -> int | None:
@@ -83,6 +93,7 @@ def verify(
     timeout: float = 5.0,
     db: DbTarget | None = None,
     db_problem: str | None = None,
+    tls: TlsStart | None = None,
 ) -> list[CheckResult]:
     """Run the SPEC.md conformance checks against the server at base_url (http://host:port).
 
@@ -90,6 +101,8 @@ def verify(
     pid enables the CPU check; only restricts to the named checks (kept in CHECKS order).
     The db checks run when the manifest declares the db_* choices and `db` (the database the server
     was started with) is given; else they are skipped with the reason (`db_problem` when given).
+    The tls check starts the row again through `tls` (the certificates and a start with `$TLS_*`) when the
+    manifest declares tls_library; without `tls` it is skipped, saying why.
     """
     u = urlsplit(base_url if "//" in base_url else f"http://{base_url}")
     if u.scheme != "http" or not u.hostname:
@@ -109,6 +122,9 @@ def verify(
         db_row=is_db_row(manifest),
         db=db,
         db_problem=db_problem,
+        tls_row=tls_of(manifest)[0],
+        tls_out=tls_of(manifest)[1],
+        tls_start=tls,
     )
     results: list[CheckResult] = []
     for name in CHECKS:
