@@ -85,7 +85,16 @@ ssize_t tls_recv(SSL *ssl, void *buf, size_t n) {
 
 ssize_t tls_send(SSL *ssl, const void *buf, size_t n) {
     int r = SSL_write(ssl, buf, n > 0x7fffffff ? 0x7fffffff : (int)n);
-    return r > 0 ? r : result(ssl, r);
+    if (r > 0) return r;
+    ssize_t x = result(ssl, r);
+    /* after the peer's close_notify a failed write reports SSL_ERROR_ZERO_RETURN: for a writer that
+     * is a closed connection, never "0 bytes written", which flush_out would retry forever (a client
+     * gone after Connection: close: tls-handshake spun one CPU at 100 % answering nothing) */
+    if (x == 0) {
+        errno = EPIPE;
+        return -1;
+    }
+    return x;
 }
 
 void tls_close(SSL *ssl) {
