@@ -124,3 +124,15 @@ def test_no_section_without_a_tls_workload(tmp_path) -> None:
         run, results = aggregate.load(store, run_id)
     assert tls_section.rows(results) == ([], []) and tls_section.markdown(results) == []
     assert "What TLS costs" not in to_markdown.render(run, results).decode()
+
+
+def test_a_repetition_that_completed_no_handshake_has_no_handshake_p99() -> None:
+    # loadgen reports 0 µs when nothing completed (c-epoll's tls-handshake before its fix): no latency, not 0
+    from serverbench.rules import tlsfigures
+    dead = _cell("stalled", "tls-handshake", "rsa", 1, 0, 1.0, key="rsa", handshakes=0, latencies=[0])
+    dead.loadgen.model_extra["tls"]["handshake_histogram"] = None
+    dead.metrics.tls["handshake_p99_us"] = 0.0
+    assert tlsfigures.handshake_p99_us([dead]) is None
+    live = _cell("fine", "tls-handshake", "rsa", 1, 10, 1.0, key="rsa", handshakes=10, latencies=[500, 900])
+    live.loadgen.model_extra["tls"]["handshake_histogram"] = None
+    assert tlsfigures.handshake_p99_us([live]) == 900.0

@@ -115,7 +115,9 @@ def handshake_p99_us(cells: Iterable[CellRecord]) -> float | None:
             h = None
         if h is not None and h.get_total_count():
             return float(h.get_value_at_percentile(99))
-    p99s = [t.handshake_p99_us for c in cells if (t := stored(c.metrics)) and t.handshake_p99_us is not None]
+    # a repetition that completed no handshake has no handshake latency (loadgen reports 0 there)
+    p99s = [t.handshake_p99_us for c in cells
+            if (t := stored(c.metrics)) and t.handshake_p99_us is not None and t.handshakes]
     return statistics.median(p99s) if p99s else None
 
 
