@@ -82,7 +82,8 @@ def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] 
             if not v.skipped:
                 (passed if v.passed else failed).append(v.server)
             if why is not None and not v.skipped and not v.passed:
-                refused = [f.check for f in v.admission.refused]
+                # a verdict without checks (not built, no toolchain) is named by its problem, not by "?"
+                refused = [f.check for f in v.admission.refused] if v.checks else []
                 why[v.server] = ", ".join(refused) if refused else (v.problem or "failed")
     return passed, failed
 

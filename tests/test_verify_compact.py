@@ -18,3 +18,19 @@ def test_compact_verdict_is_one_line_plus_the_checks_that_did_not_pass() -> None
     buf = io.StringIO()
     show_verdict(ServerVerdict("row", True, checks[:1]), Console(file=buf, width=200), compact=True)
     assert buf.getvalue().splitlines() == ["row: PASS, 1 of 1 checks passed"]
+
+
+def test_the_summary_names_a_row_that_could_not_be_checked_by_its_problem(monkeypatch) -> None:
+    """verify's last line: a row with no checks (not built) is named by its problem, never by "?"."""
+    from serverbench import cli_verify
+    from serverbench.verify.servers import ServerVerdict
+    from serverbench.verify.base import CheckResult
+
+    def fake(manifests, store, **_):
+        yield ServerVerdict("unbuilt", False, problem="not built; run `serverbench build unbuilt`")
+        yield ServerVerdict("broken", False, [CheckResult("root", False, "404")])
+    monkeypatch.setattr(cli_verify, "verify_servers", fake)
+    why: dict[str, str] = {}
+    passed, failed = cli_verify.verify_and_show([], None, server_cpus=[0], allow_unavailable=False, why=why)
+    assert failed == ["unbuilt", "broken"] and passed == []
+    assert why == {"unbuilt": "not built; run `serverbench build unbuilt`", "broken": "root"}
