@@ -18,7 +18,8 @@
 #      TLS=1: the same closed-load scenarios over TLS 1.3 (nginx `ssl` with TLS_CERTS/rsa.pem and
 #      rsa.key, RSA-2048, copied into a temp dir; loadgen https:// with --tls-ca TLS_CERTS/ca.pem,
 #      wrk https://; keep-alive, so this is the record cost, not handshakes); no open load.
-#      TLS_CERTS: a directory with ca.pem, rsa.pem and rsa.key (default /tmp/sb/tls).
+#      TLS_CERTS: a directory with ca.pem, rsa.pem and rsa.key (default: made for this run by the
+#      harness's serverbench/tls/certs.py, as `serverbench run` makes them).
 # Closing note (issue 29 item 2; 2026-11-25 21:08 UTC, 5 rounds of 5 s, load average 0.87
 # before, 3.92 after; other engineers' servers and builds took 1.0-3.0 s of CPU during every
 # run, so no round was quiet): 50 connections uring 6.23, epoll 6.42, wrk 7.44 µs/request
@@ -62,13 +63,19 @@ if ! err=$("$LOADGEN" "http://127.0.0.1:1/" --io uring -n 1 2>&1 >/dev/null); th
 fi
 
 TLS=${TLS:-0}
-TLS_CERTS=${TLS_CERTS:-/tmp/sb/tls}
-if [ "$TLS" = 1 ]; then
+TLS_CERTS=${TLS_CERTS:-}
+if [ "$TLS" = 1 ] && [ -n "$TLS_CERTS" ]; then
     for f in ca.pem rsa.pem rsa.key; do
         [ -r "$TLS_CERTS/$f" ] || { echo "TLS=1 needs $TLS_CERTS/$f: set TLS_CERTS to a directory with ca.pem, rsa.pem and rsa.key" >&2; exit 1; }
     done
 fi
 OUT=$(mktemp -d /tmp/loadgen-vs-wrk.XXXXXX)
+if [ "$TLS" = 1 ] && [ -z "$TLS_CERTS" ]; then
+    # this run's own certificates, made the way `serverbench run` makes them; removed with $OUT
+    TLS_CERTS="$OUT/certs"
+    .venv/bin/python -c 'import sys, pathlib; from serverbench.tls.certs import make_material; make_material(pathlib.Path(sys.argv[1]))' "$TLS_CERTS" \
+        || { rm -rf "$OUT"; echo "TLS=1: could not make certificates with .venv's serverbench (run make venv), or set TLS_CERTS" >&2; exit 1; }
+fi
 source bench/loadgen_nginx.sh
 SCHEME=http
 TLS_ARGS=()
