@@ -17,6 +17,8 @@ COUNT = Point(label="c=100", connections=100, requests=5000, keepalive=False, ti
 OPEN = Point(label="rate=10k", mode="open", rate=10000, duration="5s")
 SESSIONS = Point(label="users=500", mode="sessions", users=500, spawn_rate=100, think="500ms", think_jitter=50,
                  duration="10s")
+TLS = Point(label="tls", connections=400, duration="6s", timeout="10s", tls="rsa")
+CA = "/run/tls/ca.pem"
 
 
 def inv(tool: str, p: Point, hint: int | None = None, cores: int = 1) -> Invocation:
@@ -144,7 +146,7 @@ def test_every_tool_on_every_real_workload_either_runs_or_says_why() -> None:
             continue
         for p in w.size(False).points:
             for t in tools:
-                out = translate(t, p, BASE, 1, count_hint=1000)
+                out = translate(t, p, BASE, 1, count_hint=1000, tls_ca=CA if p.tls else None)
                 if isinstance(out, Unsupported):
                     assert out.reason and out.tool == t
                 else:
@@ -166,9 +168,34 @@ def test_per_process_counters_are_refused() -> None:
         check_servers([M()])
 
 
-def test_a_workload_with_tls_points_is_refused_in_one_line() -> None:
+def test_a_tls_point_is_https_for_wrk_and_verified_by_loadgen() -> None:
+    wrk = translate("wrk", TLS, BASE, 1, tls_ca=CA)
+    assert isinstance(wrk, Invocation)
+    assert wrk.args[-1] == "https://127.0.0.1:8080/tenth?ms=0" and "--tls-ca" not in wrk.args
+    assert any("does not verify" in n for n in wrk.notes)
+    lg = translate("loadgen", TLS, BASE, 1, tls_ca=CA)
+    assert isinstance(lg, Invocation)
+    assert lg.args[0] == "https://127.0.0.1:8080/tenth?ms=0"
+    assert lg.args[lg.args.index("--tls-ca") + 1] == CA
+    plain = TLS.model_copy(update={"tls": None})  # its plaintext twin is unchanged
+    assert inv("wrk", plain).args[-1] == URL and "--tls-ca" not in inv("loadgen", plain).args
+
+
+def test_a_tls_point_without_the_runs_ca_is_a_caller_error() -> None:
+    with pytest.raises(ValueError, match="needs the run's CA"):
+        translate("wrk", TLS, BASE, 1)
+
+
+@pytest.mark.parametrize("tool", ["ab", "oha", "hey", "k6", "drill", "locust"])
+def test_other_tools_refuse_a_tls_point_naming_themselves(tool: str) -> None:
+    out = translate(tool, TLS, BASE, 1, count_hint=1000, tls_ca=CA)
+    assert isinstance(out, Unsupported)
+    assert out.reason == f"{tool}: TLS points are cross-checked with wrk and loadgen only"
+
+
+def test_a_workload_with_tls_points_is_cross_checked() -> None:
     from serverbench.crosscheck.session import check_workload
     tls = load_workloads()["tls-json"]
-    with pytest.raises(CrosscheckError, match="TLS points.*TLS=1 bench/loadgen_vs_wrk.sh"):
-        check_workload(tls, False)
-    check_workload(load_workloads()["prantl-wrk"], False)  # a plaintext workload passes
+    assert [p.tls for p in tls.size(False).points] == [None, "rsa"]
+    check_workload(tls, False)  # no longer refused
+    check_workload(load_workloads()["prantl-wrk"], False)

@@ -7,7 +7,10 @@ handled in between are `after - before - 1`.
 from __future__ import annotations
 
 import http.client
+from pathlib import Path
 from urllib.parse import urlsplit
+
+from ..processes.supervisor import tls_context
 
 COUNTER_PATH = "/tenth?ms=0"
 
@@ -16,10 +19,18 @@ class CounterError(Exception):
     """The counter could not be read (one line naming the server URL and what it answered)."""
 
 
-def read_counter(base_url: str, timeout: float = 5.0) -> int:
-    """The counter's value after this read's own increment."""
+def read_counter(base_url: str, timeout: float = 5.0, ca: Path | None = None) -> int:
+    """The counter's value after this read's own increment; over TLS (an https:// URL) with the server's
+    certificate verified against `ca`, the run's CA, as the readiness probe does."""
     u = urlsplit(base_url)
-    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=timeout)
+    host = u.hostname or "127.0.0.1"
+    conn: http.client.HTTPConnection
+    if u.scheme == "https":
+        if ca is None:
+            raise CounterError(f"{base_url}: a TLS server's counter needs the run's CA to verify it (ca)")
+        conn = http.client.HTTPSConnection(host, u.port or 443, timeout=timeout, context=tls_context(ca))
+    else:
+        conn = http.client.HTTPConnection(host, u.port or 80, timeout=timeout)
     try:
         conn.request("GET", COUNTER_PATH, headers={"Connection": "close"})
         resp = conn.getresponse()

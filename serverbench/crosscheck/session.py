@@ -1,11 +1,13 @@
 """A cross-check: servers × workload points × tools → one stored cell each, with the server's count.
 
-Per (repetition, server): the server starts fresh, pinned like a run; an unrecorded loadgen warm-up
-on /tenth?ms=0 (the runner's brief warm-up); then per point each tool in turn — loadgen first (its
-count sizes drill and ab on duration points), the others in the order asked (reversed on even
-repetitions) — each between two reads of the server's /tenth counter, with the server's process
-tree sampled. The gate, the repetition order, the warm-up, the sampling and the client-bound rule
-are the measuring core's (run/measure.py), as a run's are. Cells go into a run of their own under
+Per (repetition, server): the server starts fresh, pinned like a run (a TLS workload's points: one
+start per key type, plaintext or TLS with the run's certificate, as run/tls_run.py cuts them; rows that
+serve no TLS skipped with the reason); an unrecorded loadgen warm-up on /tenth?ms=0 (the runner's brief
+warm-up); then per point each tool in turn — loadgen first (its count sizes drill and ab on duration
+points), the others in the order asked (reversed on even repetitions) — each between two reads of the
+server's /tenth counter (over TLS on a TLS start), with the server's process tree sampled. The gate,
+the repetition order, the warm-up, the sampling and the client-bound rule are the measuring core's
+(run/measure.py), as a run's are. Cells go into a run of their own under
 the workload `crosscheck:<name>`, point `<label> · <tool>`; the figures that only a cross-check has
 are the cell's `CellMetrics.tool` (model.ToolRun). Nothing here judges: aggregate_tools.py does.
 """
@@ -18,7 +20,7 @@ from typing import Any
 from .. import paths
 from ..processes import supervisor
 from ..processes.server import Server
-from ..run import measure
+from ..run import measure, tls_run
 from ..run.events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from ..run.lifecycle import MatrixResult, measured_run
 from ..run.fingerprint import fingerprint as take_fingerprint
@@ -72,11 +74,6 @@ def check_workload(w: Workload, full: bool) -> None:
     if all(p.mode == "capacity" for p in pts):
         raise CrosscheckError(f"workload {w.name!r} is a capacity search stepped by serverbench's runner; "
                               "cross-check a closed or open workload such as prantl-wrk")
-    if any(p.tls for p in pts):
-        # the peer tools are driven over plaintext here; a TLS point would compare loadgen's handshakes
-        # with their plaintext (issue 38 item 7: bench/loadgen_vs_wrk.sh TLS=1 compares with wrk over TLS)
-        raise CrosscheckError(f"workload {w.name!r} has TLS points, which the cross-check does not drive yet; "
-                              "compare loadgen with wrk over TLS with `TLS=1 bench/loadgen_vs_wrk.sh`")
 
 
 def ordered_tools(chosen: list[str], rep: int) -> list[str]:
@@ -95,16 +92,20 @@ def _point(p: Point, duration: str | None) -> Point:
 
 class Session:
     def __init__(self, store: Store, opts: CrosscheckOptions, manifests: list[Any], workload: Workload,
-                 run_id: int, emit: Listener) -> None:
+                 run_id: int, emit: Listener, run_opts: RunOptions) -> None:
         self.store, self.opts, self.manifests, self.w = store, opts, manifests, workload
-        self.run_id, self.emit = run_id, emit
+        self.run_id, self.emit, self.run_opts = run_id, emit, run_opts
         self.gate = measure.Gate(store, opts.allow_unverified)
         self.size = workload.size(opts.full)
         self.points = [_point(p, opts.duration) for p in self.size.points]
+        self.log_dir = paths.LOGS / f"run-{run_id}"
+        # a TLS workload's certificates, made at its first TLS start, and a start per key type, as a run's
+        self.tls = tls_run.RunTls(self.log_dir)
 
     def planned_seconds(self) -> float:
         per = sum(p.planned_seconds() + 2.0 for p in self.points) * len(self.opts.tools)
-        return (per + self.size.warmup_seconds()) * len(self.manifests) * self.opts.repeat
+        warm = self.size.warmup_seconds() * len(tls_run.starts(self.points))
+        return (per + warm) * len(self.manifests) * self.opts.repeat
 
     def _record(self, cell: CellRecord, advance: float) -> None:
         self.store.record_cell(self.run_id, cell)
@@ -112,14 +113,17 @@ class Session:
 
     def run(self) -> None:
         for rep, m in measure.rounds(self.opts.repeat, self.manifests):
+            # a row that serves no TLS (tls_out, no tls_library) is left out of a TLS workload, as in a run;
             # a tool whose load the row failed a feature check for (ab: HTTP/1.0) is skipped alone
-            why = {t: self.gate.reason(m, self.w, t) for t in self.opts.tools}
+            row = tls_run.row_reason(m, self.w, self.run_opts)
+            why = {t: row or self.gate.reason(m, self.w, t) for t in self.opts.tools}
             for t in [t for t, r in why.items() if r is not None]:
                 for p in self.points:
                     self._record(self._cell(m.id, p, t, rep, "skipped", why[t]), 0.0)
             tools = [t for t, r in why.items() if r is None]
             if tools:
-                self._server(m, rep, tools)
+                for start in tls_run.starts(self.points):
+                    self._server(m, rep, tools, start)
 
     def _cell(self, server: str, p: Point, tool: str, rep: int, status: str, error: str | None = None,
               run: ToolRun | None = None) -> CellRecord:
@@ -128,14 +132,18 @@ class Session:
                           started_at=now_iso(), finished_at=now_iso(),
                           metrics=CellMetrics(kind=self.w.kind, tool=run))
 
-    def _server(self, m: Any, rep: int, tools: list[str]) -> None:
-        log = paths.LOGS / f"run-{self.run_id}" / f"{m.id}.crosscheck.r{rep}.log"
+    def _server(self, m: Any, rep: int, tools: list[str], points: list[Point]) -> None:
+        """One server start for `points` (of one key type: plaintext, or TLS with the run's certificate)."""
+        log = self.log_dir / tls_run.log_name(m.id, "crosscheck", points, rep)
         log.parent.mkdir(parents=True, exist_ok=True)
-        self.emit(CellStarted(f"{m.id} · crosscheck {self.w.name} · r{rep}: starting"))
+        kind = points[0].tls
+        self.emit(CellStarted(f"{m.id} · crosscheck {self.w.name} · r{rep}: starting"
+                              + (f" with TLS ({kind})" if kind else "")))
         try:
-            with supervisor.run_server(m, cpus=self.opts.server_cpus, log_path=log) as srv:
-                self._warmup(srv)
-                for p in self.points:
+            with supervisor.run_server(m, cpus=self.opts.server_cpus, log_path=log, extra_env=self.tls.env(kind),
+                                       tls_ca=self.tls.ca(kind)) as srv:
+                self._warmup(srv, points[0])
+                for p in points:
                     hint: int | None = None
                     for tool in ordered_tools(tools, rep):
                         self.emit(CellStarted(f"{m.id} · {self.w.name} · {p.label} · {tool} · r{rep}"))
@@ -145,19 +153,20 @@ class Session:
                         self._record(cell, p.planned_seconds() + 2.0)
                         time.sleep(SETTLE_S)
         except supervisor.ServerStartError as e:
-            for p in self.points:
+            for p in points:
                 for t in tools:
                     self._record(self._cell(m.id, p, t, rep, "failed",
                                             f"server did not start: {str(e).splitlines()[0]}"), 0.0)
 
-    def _warmup(self, srv: Server) -> None:
-        """The size's brief warm-up (the runner's before a later point) with the first point's load on
-        the cross-check's path; unrecorded, and every tool then runs cold of its own warm-up."""
-        p0 = self.points[0].model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []})
+    def _warmup(self, srv: Server, first: Point) -> None:
+        """The size's brief warm-up (the runner's before a later point) with the start's first point's load
+        on the cross-check's path (over TLS for a TLS start); unrecorded, and every tool then runs cold of
+        its own warm-up."""
+        p0 = first.model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []})
 
         def load(point: Point, rate: float | None = None) -> LoadgenResult:
             return run_loadgen(srv.url, point, default_path=CROSSCHECK_PATH, client_cpus=self.opts.client_cpus,
-                               rate=rate)
+                               rate=rate, tls_ca=self.tls.ca_arg(point))
         try:
             measure.warm_up(load, self.w.kind, self.size, p0, first=False)
         except LoadgenError:
@@ -165,7 +174,9 @@ class Session:
 
     def _measure(self, srv: Server, m: Any, p: Point, tool: str, rep: int,
                  hint: int | None) -> tuple[CellRecord, ToolFigures | None]:
-        inv = translate(tool, p, srv.url, client_cores(self.opts.client_cpus), count_hint=hint)
+        ca = self.tls.ca(p.tls)
+        inv = translate(tool, p, srv.url, client_cores(self.opts.client_cpus), count_hint=hint,
+                        tls_ca=str(ca) if ca is not None else None)
         version = tool_table.version(tool)
         base = ToolRun(tool=tool, tool_version=version, source_workload=self.w.name, source_point=p.label,
                        mode=p.mode)
@@ -183,9 +194,9 @@ class Session:
         try:
             if not srv.alive():
                 raise CounterError(f"server exited with code {srv.returncode()} before this tool")
-            before = read_counter(srv.url)
+            before = read_counter(srv.url, ca=ca)
             out = sampling.run(lambda: run_tool(exe, inv, self.opts.client_cpus))
-            after = read_counter(srv.url)
+            after = read_counter(srv.url, ca=ca)
             base.server_counted = answered(before, after)
         except CounterError as e:
             cell.status, cell.error = "failed", str(e)
@@ -249,7 +260,7 @@ def run_crosscheck(store: Store, opts: CrosscheckOptions, manifests: list[Any], 
                           allow_unverified=opts.allow_unverified)
     run_id = store.new_run(fp, {**run_opts.to_dict(), "crosscheck": {"workload": workload.name,
                                                                       "tools": opts.tools}})
-    session = Session(store, opts, manifests, workload, run_id, on_event)
+    session = Session(store, opts, manifests, workload, run_id, on_event, run_opts)
     with measured_run(store, run_id, list(opts.client_cpus), on_event,
                       unfinished="the cross-check ended before its plan completed") as result:
         on_event(RunStarted(run_id, False, len(manifests), 1, opts.repeat, session.planned_seconds(),

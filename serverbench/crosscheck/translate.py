@@ -18,6 +18,9 @@ CROSSCHECK_PATH = "/tenth?ms=0"
 DEFAULT_TIMEOUT_S = 10.0  # loadgen's default per-request timeout
 AB_CAP_FALLBACK = 1_000_000  # ab allocates a record per request: -n must stay finite
 OUTPUT_FILE = "result"  # the file a tool writes its figures to, in the run's directory
+# the tools a TLS point is translated for: loadgen (verifying the run's CA) and wrk (https:// URL); the
+# others would each need their own certificate flags checked, and wrk is the reference issue 38 names
+TLS_TOOLS = ("loadgen", "wrk")
 
 
 @dataclass
@@ -55,11 +58,11 @@ def _dur(seconds: float) -> str:
 
 
 def _common_refusal(tool: str, p: Point) -> str | None:
-    """Reasons no tool but loadgen takes this point."""
+    """Reasons no tool but loadgen (wrk too, for a TLS point) takes this point."""
     if p.mode == "capacity":
         return "capacity points are stepped by serverbench's runner; cross-check a closed or open workload"
-    if p.tls is not None:
-        return "TLS points are not cross-checked yet (bench/loadgen_vs_wrk.sh TLS=1 compares loadgen with wrk over TLS)"
+    if p.tls is not None and tool not in TLS_TOOLS:
+        return f"{tool}: TLS points are cross-checked with wrk and loadgen only"
     if p.pipeline and p.pipeline > 1 and tool != "loadgen":
         return f"{tool} does not pipeline requests (wrk only through a Lua script, not translated)"
     if p.stages is not None and tool not in ("loadgen",):
@@ -69,22 +72,34 @@ def _common_refusal(tool: str, p: Point) -> str | None:
     return None
 
 
+def _https(base_url: str) -> str:
+    scheme, sep, rest = base_url.partition("://")
+    return "https://" + (rest if sep else scheme)
+
+
 def translate(tool: str, p: Point, base_url: str, client_cores: int,
-              count_hint: int | None = None) -> Translation:
+              count_hint: int | None = None, tls_ca: str | None = None) -> Translation:
     """The tool's invocation for point `p` against `base_url` (path: CROSSCHECK_PATH).
 
     `count_hint`: requests loadgen completed on the same point just before; tools that can only
-    run a request count (drill) or need a finite cap (ab) size it from that, and say so."""
+    run a request count (drill) or need a finite cap (ab) size it from that, and say so.
+    `tls_ca`: a TLS point's CA file (the run's, tls_run.RunTls); the URL is then https://."""
     why = _common_refusal(tool, p)
     if why:
         return Unsupported(tool, why)
+    if p.tls is not None:
+        if not tls_ca:
+            raise ValueError(f"point {p.label!r}: a TLS point needs the run's CA (tls_ca)")
+        base_url = _https(base_url)
     url = base_url.rstrip("/") + CROSSCHECK_PATH
     timeout = _seconds(p.timeout, DEFAULT_TIMEOUT_S)
     notes: list[str] = []
     if p.method not in (None, "GET") or p.body is not None or p.headers:
         notes.append("method, body and headers dropped: the cross-check sends GET /tenth?ms=0")
-    fn = _TRANSLATORS[tool]
-    out = fn(p, url, timeout, client_cores, count_hint, notes)
+    if tool == "loadgen":
+        out = _loadgen(p, url, timeout, client_cores, tls_ca, notes)
+    else:
+        out = _TRANSLATORS[tool](p, url, timeout, client_cores, count_hint, notes)
     if isinstance(out, Invocation):
         out.notes = notes + out.notes
         if not TOOLS[tool].multi_core:
@@ -115,6 +130,10 @@ def _wrk(p: Point, url: str, timeout: float, cores: int, hint: int | None, notes
     if not p.keepalive:
         args += ["-H", "Connection: close"]
         notes.append("no keep-alive as a 'Connection: close' header (wrk reconnects after each response)")
+    if p.tls is not None:
+        # wrk has no CA option and does not verify the server's certificate: on loopback, against the
+        # certificate the run made itself, there is nobody in between; loadgen verifies the same server's
+        notes.append(f"over TLS ({p.tls} certificate), which wrk does not verify")
     planned, limit = _bounds(p, timeout, 2.0)
     return Invocation("wrk", args + [url], cores=threads, planned_s=planned, limit_s=limit)
 
@@ -338,11 +357,12 @@ def _locust(p: Point, url: str, timeout: float, cores: int, hint: int | None, no
                       script=script)
 
 
-def _loadgen(p: Point, url: str, timeout: float, cores: int, hint: int | None, notes: list[str]) -> Translation:
-    # the other tools start cold too: no unrecorded warm-up inside the cell (open_warmup=False)
+def _loadgen(p: Point, url: str, timeout: float, cores: int, tls_ca: str | None, notes: list[str]) -> Translation:
+    # the other tools start cold too: no unrecorded warm-up inside the cell (open_warmup=False); a TLS
+    # point verifies the server's certificate against the run's CA (--tls-ca), as a run's load does
     args = command_line(p.model_copy(update={"path": CROSSCHECK_PATH, "method": None, "body": None, "headers": []}),
                         url.partition("/tenth")[0], CROSSCHECK_PATH, threads=cores, open_warmup=False,
-                        json_path="{dir}/" + OUTPUT_FILE)
+                        json_path="{dir}/" + OUTPUT_FILE, tls_ca=tls_ca)
     threads = p.threads or cores
     planned, limit = _bounds(p, timeout, 1.0)
     return Invocation("loadgen", args, cores=max(1, min(threads, cores)), planned_s=planned, limit_s=limit,
@@ -350,6 +370,6 @@ def _loadgen(p: Point, url: str, timeout: float, cores: int, hint: int | None, n
 
 
 _TRANSLATORS = {"wrk": _wrk, "ab": _ab, "hey": _hey, "oha": _oha, "drill": _drill, "k6": _k6,
-                "locust": _locust, "loadgen": _loadgen}
+                "locust": _locust}  # loadgen: _loadgen, which takes the CA instead of a count hint
 
-__all__ = ["translate", "Invocation", "Unsupported", "Translation", "CROSSCHECK_PATH", "OUTPUT_FILE"]
+__all__ = ["translate", "Invocation", "Unsupported", "Translation", "CROSSCHECK_PATH", "OUTPUT_FILE", "TLS_TOOLS"]
