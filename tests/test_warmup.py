@@ -57,3 +57,33 @@ def test_figures_and_not_steady_warning_across_repetitions() -> None:
     assert kind == "not-steady" and severity == "error" and "1 of 3 repetitions" in text and "20 s" in text
     # brief warm-ups (later points of a start) are neither steady nor not steady
     assert warmup.warnings([_cell(warmup_brief=True, warmup_rates=[5.0])]) == []
+
+
+def test_judge_finds_the_second_one_kept_connection_run_became_steady() -> None:
+    # one loadgen --warmup of 10 s (its connections kept): the same rule, judged afterwards
+    w = warmup.judge([0, 20, 60, 90, 100, 101, 99, 100, 100, 101], 10)
+    assert w.steady and w.steady_after_s == 9.0 and len(w.rates) == 10  # rates after it are kept
+    f = w.cell_figures()
+    assert f.warmup_steady is True and f.warmup_steady_s == 9.0 and f.warmup_max_s == 10
+    rising = warmup.judge([10, 20, 30, 40, 50, 60, 70, 80], 8)
+    assert not rising.steady and rising.steady_after_s is None and rising.cell_figures().warmup_steady is False
+
+
+def test_a_kept_connection_points_warm_up_runs_inside_its_measured_run() -> None:
+    from serverbench.catalog.workloads import Point, Size
+    from serverbench.run import measure
+    tls = Point(label="tls", mode="closed", tls="rsa", connections=400, duration="6s")
+    size = Size(warmup="1s", steady_max="12s", points=[tls])
+    assert measure.keeps_connections(tls)
+    assert not measure.keeps_connections(tls.model_copy(update={"keepalive": False}))  # a handshake per request anyway
+    assert not measure.keeps_connections(tls.model_copy(update={"tls": None}))
+    assert measure.warm_up_point(lambda *a: pytest.fail("no separate warm-up run"), "throughput", size, tls,
+                                 True) == (None, 12.0)
+    assert measure.warm_up_point(lambda *a: pytest.fail("no separate warm-up run"), "throughput", size, tls,
+                                 False) == (None, 1.0)
+    # loadgen leaves out trailing seconds without a success: they are seconds of 0
+    report = SimpleNamespace(model_extra={"warmup_ok": [5, 50, 100, 100, 100, 100, 100, 100, 100, 100]})
+    first = measure.judge_in_run(report, "throughput", size, True, 12.0)
+    assert first.steady and first.steady_after_s == 8.0 and first.rates[-2:] == [0.0, 0.0]
+    later = measure.judge_in_run(report, "throughput", size, False, 1.0)
+    assert later.brief and later.rates == [5.0]

@@ -439,6 +439,8 @@ impl<'a, S: Sockets> Net<'a, S> {
             self.inflight_total -= 1;
             if p.measured {
                 self.rec.response(now, r.status, now - p.intended, now - p.sent);
+            } else {
+                self.rec.warmup_response(now, r.status);
             }
             if let Some(f) = &mut self.fair {
                 f.completed(i, now);

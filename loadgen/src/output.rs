@@ -150,6 +150,8 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         // per connection slot (closed load, sessions); null for open load
         "fairness": rec.fairness.as_ref().map(|f| f.json()),
         "timeline": timeline,
+        // 2xx/3xx per second of --warmup (empty without one): a harness judges steady state from it
+        "warmup_ok": rec.warmup_ok,
         // https: handshakes (counted in the measured window), their latency and failures
         "tls": match (&cfg.tls, &rec.tls) {
             (Some(opts), Some(t)) => t.json(opts),

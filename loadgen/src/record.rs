@@ -91,6 +91,11 @@ pub struct Recorder {
     /// Age of the oldest of those, from its intended send time.
     pub unanswered_oldest_us: u64,
     pub timeline: Vec<Bucket>,
+    /// 2xx/3xx responses per second of the `--warmup` before the measured window (second i covers
+    /// [i, i+1) s after `warmup_start`): what a harness judges steady state from when its warm-up must
+    /// keep its connections (opening them costs, as TLS handshakes do), so it cannot be rounds of runs.
+    pub warmup_ok: Vec<u64>,
+    pub warmup_start: Instant,
     /// Completions per connection slot (closed load and sessions), set when the run ends.
     pub fairness: Option<Fairness>,
     /// Handshakes and their failures (https only).
@@ -122,6 +127,8 @@ impl Recorder {
             unanswered: 0,
             unanswered_oldest_us: 0,
             timeline: vec![],
+            warmup_ok: vec![],
+            warmup_start: measure_start,
             fairness: None,
             tls: None,
             current: histo::new_bucket_hist(),
@@ -201,6 +208,19 @@ impl Recorder {
         } else {
             b.errors[ErrorClass::Status as usize] += 1;
         }
+    }
+
+    /// A response to a request of the warm-up (not measured): counted per second only.
+    #[inline]
+    pub fn warmup_response(&mut self, now: Instant, status: u16) {
+        if !(200..400).contains(&status) {
+            return;
+        }
+        let i = now.saturating_duration_since(self.warmup_start).as_secs() as usize;
+        if self.warmup_ok.len() <= i {
+            self.warmup_ok.resize(i + 1, 0);
+        }
+        self.warmup_ok[i] += 1;
     }
 
     /// A request ended without a response.
@@ -287,6 +307,12 @@ impl Recorder {
             (None, Some(b)) => self.tls = Some(b.clone()),
             _ => {}
         }
+        if self.warmup_ok.len() < o.warmup_ok.len() {
+            self.warmup_ok.resize(o.warmup_ok.len(), 0);
+        }
+        for (a, b) in self.warmup_ok.iter_mut().zip(&o.warmup_ok) {
+            *a += b;
+        }
         while self.timeline.len() < o.timeline.len() {
             self.timeline.push(Bucket::new());
         }
@@ -337,5 +363,22 @@ mod tests {
         assert_eq!(h.len(), 1, "the timed-out request in its second");
         assert!(h.value_at_quantile(0.5) >= 1_990_000);
         assert_eq!(a.service.as_ref().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn warmup_seconds_count_successes_apart_from_the_measured_window() {
+        let t0 = Instant::now();
+        let measure = t0 + Duration::from_secs(3);
+        let mut a = Recorder::new(measure, false);
+        a.warmup_start = t0;
+        let mut b = a.clone();
+        a.warmup_response(t0 + Duration::from_millis(100), 200);
+        a.warmup_response(t0 + Duration::from_millis(2100), 200);
+        a.warmup_response(t0 + Duration::from_millis(2200), 503);
+        b.warmup_response(t0 + Duration::from_millis(2900), 304);
+        a.merge(&b).unwrap();
+        assert_eq!(a.warmup_ok, vec![1, 0, 2], "per second of the warm-up; a 503 is not a success");
+        assert_eq!(a.responses, 0, "warm-up responses stay out of the measured figures");
+        assert!(a.timeline.is_empty());
     }
 }

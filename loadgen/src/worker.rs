@@ -32,7 +32,8 @@ fn run_on<S: Sockets, M: Model>(sock: S, plan: &Plan, shared: &Shared, tid: usiz
     // default timer slack (50 µs) would blur open-load send times
     // SAFETY: prctl with an integer argument affects only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    let rec = Recorder::new(plan.measure_start, M::SERVICE_TIME);
+    let mut rec = Recorder::new(plan.measure_start, M::SERVICE_TIME);
+    rec.warmup_start = plan.start;
     let rng = Pcg64Mcg::seed_from_u64(seed_for(plan.seed, tid, 0));
     let mut net = Net::new(plan, sock, rec, rng, budget);
     let window = plan.end.map(|e| e.saturating_duration_since(plan.measure_start));

@@ -96,8 +96,9 @@ def server_cpu_per_handshake_us(m: CellMetrics) -> float | None:
 
 
 def handshakes_per_request(m: CellMetrics) -> float | None:
-    """Handshakes completed in the measured run per successful request: with keep-alive, the connections'
-    first handshakes fall inside the window too (a load's connections open at its start)."""
+    """Handshakes completed in the measured run per successful request: with keep-alive, those of
+    reconnects (the connections' first handshakes are in the run's warm-up, measure.keeps_connections;
+    cells stored before that have them in the window)."""
     t = stored(m)
     return t.handshakes / m.counts.ok if t is not None and m.counts.ok else None
 

@@ -14,7 +14,11 @@ per-second band flagged healthy rows "not steady" at random, while its JIT ramp 
 is many times that noise; comparing two 3-second means tells "still rising" from noise.
 
 or until the size's `steady_max` (quick 20 s, full 60 s by default) has passed; then the cell is
-`not steady` (flagged in every output, ranked after the steady rows). Later points of the same start
+`not steady` (flagged in every output, ranked after the steady rows). A point whose connections are
+costly to open (a keep-alive TLS point: every one-second round would open its 400 connections anew,
+and a slow TLS stack never finished those handshakes within a round, measured on java-netty) warms
+up instead inside its measured run's own loadgen process (`--warmup`, connections kept) for the
+steady maximum, judged afterwards by the same rule over that warm-up's seconds (`judge`). Later points of the same start
 are warmed briefly (the size's `warmup`). The rates, the time to steady and the first second's
 share of the steady rate are stored with the cell (`CellMetrics.warmup`: `Warmup.cell_figures`).
 
@@ -57,11 +61,15 @@ class Warmup:
     brief: bool = False  # a later point of a start that was already warmed to steady state
     max_s: float = 0.0
     wall_s: float = 0.0
+    # judged afterwards over one run's seconds (`judge`): how many of `rates` it took to hold
+    steady_at: int | None = None
 
     @property
     def steady_after_s(self) -> float | None:
         """Seconds of load from the first request until the rule held (None when it never did)."""
-        return float(len(self.rates)) if self.steady and not self.brief else None
+        if not self.steady or self.brief:
+            return None
+        return float(self.steady_at if self.steady_at is not None else len(self.rates))
 
     @property
     def steady_rate(self) -> float | None:
@@ -98,6 +106,19 @@ def warm_to_steady(one_second: Callable[[], float], max_s: float, *,
             w.steady = True
             break
     w.wall_s = clock() - t0
+    return w
+
+
+def judge(rates: Sequence[float], max_s: float) -> Warmup:
+    """A warm-up that ran as one load of `max_s` seconds (its connections kept throughout, loadgen's
+    --warmup), judged afterwards by the same rule over its per-second rates: steady at the first second
+    the rule held. It cannot stop early, so it always lasts `max_s`; the rates after that second are
+    kept (the cell shows the whole warm-up)."""
+    w = Warmup(rates=[float(r) for r in rates], max_s=max_s, wall_s=max_s)
+    for k in range(2 * WINDOW, len(w.rates) + 1):
+        if is_steady(w.rates[:k]):
+            w.steady, w.steady_at = True, k
+            break
     return w
 
 

@@ -11,7 +11,9 @@ CellMetrics records built from what was measured. A load is one loadgen process,
 """
 from __future__ import annotations
 
+import math
 import resource
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -169,16 +171,32 @@ class Sampling:
         self.beside_usage: dict[str, Any] | None = None
         self.harness_cpu_percent: float | None = None
 
-    def run(self, load: Callable[[], R]) -> R:
+    def run(self, load: Callable[[], R], measure_after: float = 0.0) -> R:
+        """`load()` sampled; `measure_after`: the load warms up that long first (loadgen --warmup), so
+        the samplers start then, and what the server did in its warm-up is not its usage."""
         own = OwnCpu()
         other = self.beside(SAMPLE_INTERVAL) if self.beside is not None else None
-        sampler = self.server.sampler(SAMPLE_INTERVAL).start()
-        if other is not None:
-            other.start()
+        samplers = [s for s in (self.server.sampler(SAMPLE_INTERVAL), other) if s is not None]
+        started: list[bool] = []
+
+        def start() -> None:
+            for s in samplers:
+                s.start()
+            started.append(True)
+        timer = threading.Timer(measure_after, start) if measure_after > 0 else None
+        if timer is None:
+            start()
+        else:
+            timer.start()
         try:
             return load()
         finally:
-            self.usage = sampler.stop().to_dict()
+            if timer is not None:
+                timer.cancel()
+                timer.join()
+                if not started:
+                    start()  # the load ended within its warm-up (it failed): an empty window
+            self.usage = samplers[0].stop().to_dict()
             if other is not None:
                 self.beside_usage = other.stop().to_dict()
             self.harness_cpu_percent = own.percent()
@@ -242,6 +260,44 @@ def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool
         return None
     report = load(warmup_point(p, size.warmup)).report
     return warmup.brief([float(t.get("ok", 0)) for t in report.timeline], size.warmup_seconds())
+
+
+def keeps_connections(p: Point) -> bool:
+    """Whether a point warms up inside its measured run's loadgen process, its connections kept into
+    the measured window (rules/warmup.py): a closed keep-alive TLS point, whose every connection costs
+    a handshake, so one-second rounds would spend the warm-up opening connections."""
+    return p.tls is not None and p.keepalive and p.mode == "closed"
+
+
+def in_run_warmup_s(kind: str | None, size: Size, p: Point, first: bool) -> float:
+    """Seconds of loadgen --warmup before a `keeps_connections` point's measured window: the size's
+    steady maximum before a start's first point (judged afterwards), else its brief warm-up."""
+    return size.steady_max_seconds() if _to_steady(kind, size, first) else size.warmup_seconds()
+
+
+def _to_steady(kind: str | None, size: Size, first: bool) -> bool:
+    """Whether a point is warmed to steady state (a start's first point) rather than briefly."""
+    return first and size.steady_max_seconds() > 0 and kind not in OVER_TIME
+
+
+def warm_up_point(load: PointLoad, kind: str | None, size: Size, p: Point,
+                  first: bool) -> tuple[warmup.Warmup | None, float]:
+    """Point `p`'s warm-up before its measured run: (warm_up's, 0) or, for a point that
+    `keeps_connections`, (None, the seconds of loadgen --warmup its measured run starts with)."""
+    if keeps_connections(p):
+        return None, in_run_warmup_s(kind, size, p, first)
+    return warm_up(load, kind, size, p, first), 0.0
+
+
+def judge_in_run(report: Any, kind: str | None, size: Size, first: bool, seconds: float) -> warmup.Warmup | None:
+    """The `seconds` of warm-up a `keeps_connections` run did (its loadgen's `warmup_ok` per second):
+    judged to steady state for a start's first point, brief for a later one; None without a warm-up."""
+    if seconds <= 0:
+        return None
+    whole = math.ceil(seconds - 1e-9)  # a last partial second is in loadgen's list too
+    rates = [float(n) for n in ((report.model_extra or {}).get("warmup_ok") or [])][:whole]
+    rates += [0.0] * (whole - len(rates))  # trailing seconds without a success are not in loadgen's list
+    return warmup.judge(rates, seconds) if _to_steady(kind, size, first) else warmup.brief(rates, seconds)
 
 
 # -- admission ----------------------------------------------------------------------------------
@@ -326,5 +382,6 @@ class Gate:
 
 
 __all__ = ["SAMPLE_INTERVAL", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "rounds", "warm_up", "warmup_point",
+           "keeps_connections", "in_run_warmup_s", "warm_up_point", "judge_in_run",
            "steady_point", "calibration_point", "client_metrics", "usage_metrics", "loadgen_metrics",
            "over_time_metrics", "server_cpu_s"]

@@ -78,6 +78,13 @@ def stored_capacities(store: Store, run_id: int, workloads: list[Workload]) -> d
             and (c.workload, c.point) in path_of}
 
 
+def _cell_facts(opts: RunOptions, srv: Server, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
+    """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
+    return {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
+            "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(), "noise_twin": p.twin,
+            "target_url": opts.target, "server_host": srv.host if opts.server_on_cluster else None}
+
+
 class Runner:
     """Runs one matrix into `store`; see run_matrix()."""
 
@@ -109,11 +116,13 @@ class Runner:
         return self.cluster
 
     def load(self, url: str, point: Point, *, default_path: str, client_cpus: list[int] | None,
-             rate: float | None = None) -> LoadgenResult:
-        """One loadgen run of `point`: a single process, or shards on the --cluster's workers."""
+             rate: float | None = None, warmup: str | None = None) -> LoadgenResult:
+        """One loadgen run of `point`: a single process, or shards on the --cluster's workers.
+        `warmup`: loadgen's own unrecorded warm-up first (measure.keeps_connections: TLS points only)."""
         if not self.opts.cluster:  # a TLS workload never gets here with a cluster (tls_run.row_reason)
             return run_loadgen(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate,
-                               tls_ca=self.tls.ca_arg(point))
+                               tls_ca=self.tls.ca_arg(point), warmup=warmup)
+        assert warmup is None, "loadgen --warmup is not sharded (TLS points, not run with --cluster)"
         return self.load_cluster().run(url, point, default_path=default_path, client_cpus=client_cpus, rate=rate)
 
     def close(self) -> None:
@@ -273,13 +282,6 @@ class Runner:
                                      memory_limit=self.memory_limit, extra_env=self.tls.env(tls, env),
                                      tls_ca=self.tls.ca(tls))
 
-    def _cell_facts(self, srv: Server, m: Any, w: Workload, size: Size, p: Point) -> dict[str, Any]:
-        """What a cell records before it is measured: its kind, the server's workers and bound, the plan."""
-        return {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
-                "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(), "noise_twin": p.twin,
-                "target_url": self.opts.target,
-                "server_host": srv.host if self.opts.server_on_cluster else None}
-
     def run_point(self, srv: Server, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None, first: bool = True) -> CellRecord:
         """Warm-up, calibration or capacity steps, the measured run; never raises LoadgenError.
@@ -287,22 +289,24 @@ class Runner:
         cell = CellRecord(m.id, w.name, p.label, rep, "ok", started_at=now_iso())
         t0 = time.monotonic()
         loaded = 0.0  # seconds the loadgen actually ran (warm-up included): not overhead
-        metrics = self._cell_facts(srv, m, w, size, p)
+        metrics = _cell_facts(self.opts, srv, m, w, size, p)
         db = self.db if "db" in w.features else None
         sampling = measure.Sampling(srv, beside=db.sampler if db is not None else None)
         lg: LoadgenResult | None = None
 
-        def lg_run(point: Point, rate: float | None = None) -> LoadgenResult:
+
+        def lg_run(point: Point, rate: float | None = None, warmup_s: float = 0.0) -> LoadgenResult:
             nonlocal loaded
-            r = self.load(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate)
-            loaded += r.measured_s
+            r = self.load(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate,
+                          warmup=f"{warmup_s:g}s" if warmup_s > 0 else None)
+            loaded += r.measured_s + warmup_s
             return r
 
         try:
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} before this point")
             try:
-                warmed = measure.warm_up(lg_run, w.kind, size, p, first)
+                warmed, in_run = measure.warm_up_point(lg_run, w.kind, size, p, first)
             except LoadgenError as e:
                 raise LoadgenError(f"warm-up: {e}") from None
             if warmed is not None:
@@ -313,10 +317,12 @@ class Runner:
                 lg, metrics["capacity"] = sampling.run(lambda: find_capacity(srv, p, lg_run))
             else:
                 rate = self._rate(m, w, p, lg_run, metrics) if p.rate_fraction is not None else None
-                lg = sampling.run(lambda: lg_run(p, rate))
+                lg = sampling.run(lambda: lg_run(p, rate, in_run), measure_after=in_run)
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
                     metrics["target_rate"] = rate
+                if (warmed := measure.judge_in_run(lg.report, w.kind, size, first, in_run)) is not None:
+                    metrics["warmup"] = warmed.cell_figures()
             cell.loadgen = lg.report
             metrics = {**measure.loadgen_metrics(lg, p.tls), **metrics}
             if not srv.alive():
