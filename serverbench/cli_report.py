@@ -1,4 +1,4 @@
-"""CLI commands `report`, `export`, `compare` and `seeds`: thin views of the one aggregation."""
+"""CLI commands `report`, `export` and `compare`: thin views of the one aggregation."""
 from __future__ import annotations
 
 import sys
@@ -115,27 +115,8 @@ def compare_cmd(run_a: int = typer.Argument(..., help="baseline run id"),
                      if one_sided and not show_all else ""))
 
 
-def seeds_cmd(run: Optional[int] = typer.Option(None, "--run", help="run id (default: the latest run)"),
-              db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
-    """The published studies' tables (seeds/*.toml) beside a stored run: pairs kept and flipped, Kendall's
-    tau, each flip's measured cause or "unexplained". Reads stored results only."""
-    from .results import aggregate
-    from .seeds import section, studies
-    try:
-        loaded = studies.load_all()
-    except studies.SeedsError as e:
-        raise fail(str(e)) from None
-    store = open_store(db, must_exist=True)
-    run_id = run if run is not None else store.latest_run_id()
-    if run_id is None:
-        raise fail(f"no runs in {store.path}; run `serverbench run -w prantl-wrk` (or another study's workload) first")
-    row, results = aggregate.load(store, run_row(store, run_id).id)
-    print("\n".join(section.markdown(row, results, loaded, everything=True)))
-
-
 def register(app: typer.Typer) -> None:
-    """Add `report`, `export`, `compare` and `seeds` to the main app."""
+    """Add `report`, `export` and `compare` to the main app."""
     app.command("report")(report)
     app.command("export")(export_cmd)
     app.command("compare")(compare_cmd)
-    app.command("seeds")(seeds_cmd)

@@ -261,22 +261,12 @@ BENCH_WORKLOADS = ["prantl-wrk"]
 BENCH_REPEAT = 3
 
 
-def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full sizes (slow) or quick."),
-              repeat: int = typer.Option(BENCH_REPEAT, "--repeat", min=1,
-                                         help="Repetitions per row (3 or more: judged against noise)."),
-              cold: bool = typer.Option(False, "--cold/--no-cold",
-                                        help="Also time cold builds in the profile (tens of minutes more)."),
-              db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
-    """What `make bench` runs: install, build, verify, run prantl-wrk 3 times on every verified server
-    (judged: leaders beyond noise, or ties), profile them (`serverbench profile`, cold builds skipped unless --cold, warm rebuilds unless --full), report."""
+def prepare(manifests: list[Any], store: Any) -> list[Any]:
+    """What `bench` and `seeds --measure` do before measuring: install the missing toolchains (as
+    root; otherwise print the commands), build, verify; the manifests that passed, each one left out
+    said in one line. Exits 1 when none passed."""
     from .catalog import build, doctor, install
-    from . import paths
-    from .catalog import workloads as wl
     from .cli_verify import verify_and_show
-    from .model import RunOptions
-    from .exporters.report import write_report
-    store = open_store(db)
-    manifests = selected(None)
     if doctor.is_root():
         for line in install.install_missing(manifests, dry_run=False):
             console.print(line)
@@ -298,9 +288,27 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
         console.print(f"[yellow]not measured (failed verify): {', '.join(failed)}[/]")
     if not passed:
         raise fail("no server passed verify; nothing to measure", 1)
+    return [m for m in avail if m.id in passed]
+
+
+def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full sizes (slow) or quick."),
+              repeat: int = typer.Option(BENCH_REPEAT, "--repeat", min=1,
+                                         help="Repetitions per row (3 or more: judged against noise)."),
+              cold: bool = typer.Option(False, "--cold/--no-cold",
+                                        help="Also time cold builds in the profile (tens of minutes more)."),
+              db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
+    """What `make bench` runs: install, build, verify, run prantl-wrk 3 times on every verified server
+    (judged: leaders beyond noise, or ties), profile them (`serverbench profile`, cold builds skipped unless --cold, warm rebuilds unless --full), report."""
+    from . import paths
+    from .catalog import workloads as wl
+    from .model import RunOptions
+    from .exporters.report import write_report
+    store = open_store(db)
+    ready = prepare(selected(None), store)
     chosen = wl.select(wl.load_workloads(), BENCH_WORKLOADS)
+    passed = [m.id for m in ready]
     opts = RunOptions(servers=passed, workloads=BENCH_WORKLOADS, repeat=repeat, full=full, split="auto")
-    result = _measure(store, opts, manifests=[m for m in avail if m.id in passed], workloads=chosen)
+    result = _measure(store, opts, manifests=ready, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)
     from .cli_profile import run_profiles
