@@ -83,10 +83,11 @@ def our_figure(group: Any, ours: str) -> float | None:
     return (group.latency or {}).get(ours)
 
 
-def _point(results: Any, cmp: Compare) -> Any | None:
-    wl = next((w for w in results.workloads if w.name == cmp.workload), None)
+def find_point(results: Any, workload: str, points: list[str]) -> Any | None:
+    """The run's first point of `points` (in their order) in `workload`; None when it has none."""
+    wl = next((w for w in results.workloads if w.name == workload), None)
     by_label = {p.label: p for p in (wl.points if wl else [])}
-    return next((by_label[p] for p in cmp.points if p in by_label), None)
+    return next((by_label[p] for p in points if p in by_label), None)
 
 
 def entries(study: Study, cmp: Compare, point: Any) -> list[Entry]:
@@ -147,7 +148,7 @@ def kendall_tau_b(pairs: list[tuple[int, int]]) -> float | None:
 
 
 def compare(study: Study, cmp: Compare, results: Any) -> Comparison:
-    point = _point(results, cmp)
+    point = find_point(results, cmp.workload, cmp.points)
     if point is None:
         return Comparison(study, cmp, None)
     out = Comparison(study, cmp, point.label, entries(study, cmp, point))
@@ -172,5 +173,5 @@ def comparisons(studies: list[Study], results: Any) -> list[Comparison]:
     return [compare(s, c, results) for s in studies for c in s.compare]
 
 
-__all__ = ["Entry", "Flip", "Comparison", "compare", "comparisons", "causes", "kendall_tau_b", "published_order",
-           "our_figure", "BROKEN_SHARE", "AT_CEILING", "COLD_SHARE", "UNEXPLAINED"]
+__all__ = ["Entry", "Flip", "Comparison", "compare", "comparisons", "causes", "find_point", "kendall_tau_b",
+           "published_order", "our_figure", "BROKEN_SHARE", "AT_CEILING", "COLD_SHARE", "UNEXPLAINED"]

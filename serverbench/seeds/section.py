@@ -1,13 +1,17 @@
-"""The "The published studies, re-measured" section: each study's table beside a stored run, as
-Markdown lines (`serverbench seeds`, the Markdown report) and as HTML parts of the report page.
-Reads loaded results only; a seeds file that does not load is shown as its one-line problem."""
+"""The "The published studies, re-measured" section: each study's table beside a stored run, its
+claims answered from the run, and the rows it had that are not built here (servers/_left_out.toml,
+read by catalog/left_out.py as doctor reads it), as Markdown lines (`serverbench seeds`, the Markdown
+report) and as HTML parts of the report page. Reads loaded results only; a seeds file that does not
+load is shown as its one-line problem."""
 from __future__ import annotations
 
 import html
 from typing import Any, Callable
 
+from ..catalog import left_out as left_out_file
 from ..formatting import fmt_us
 from ..rules.fingerprint import normalize
+from .claims import Answer, answers, rule_text
 from .compare import Comparison, Entry, Flip, comparisons
 from .studies import Figure, SeedsError, Study, load_all
 
@@ -23,6 +27,16 @@ NOTE = ("Each study's table as it published it (seeds/*.toml), beside this run's
         "and the published method names no warm-up); otherwise it says unexplained. Hardware and versions "
         "differ and are stated, not used as a cause.")
 HEADERS = ["published row", "place", "published", "serverbench row", "version here", "here"]
+CLAIMS_NOTE = ("Each claim answered from this run's stored figures only, by the rule beside it: yes when every "
+               "row (or pair) measured matches, no when none does, partly when some do, not measured when the "
+               "run has no figure to answer it.")
+LeftOuts = dict[str, left_out_file.LeftOut]
+
+
+def left_outs() -> LeftOuts:
+    """servers/_left_out.toml's entries by id (none when the file is missing or broken: doctor says why)."""
+    entries, _problem = left_out_file.load()
+    return {e.id: e for e in entries}
 
 
 def _num(x: float) -> str:
@@ -61,6 +75,23 @@ def facts(study: Study) -> list[str]:
     return out
 
 
+def left_out_lines(study: Study, left: LeftOuts) -> list[str]:
+    """The study's rows (or parts of rows) not built here, each with servers/_left_out.toml's reason,
+    then that file's other entries for this study."""
+    by_id: dict[str, list[str]] = {}
+    for r in study.row:
+        if r.left_out:
+            by_id.setdefault(r.left_out, []).append(f"“{r.name}”")
+    out = []
+    for lid, names in by_id.items():
+        e = left.get(lid)
+        why = f"{e.what}: {e.reason}" if e else "no entry in servers/_left_out.toml says why"
+        out.append(f"Not built here: {lid}, for the study's row{'s' if len(names) > 1 else ''} {', '.join(names)} — {why}.")
+    out += [f"servers/_left_out.toml also lists for this study: {e.id} — {e.what}: {e.reason}."
+            for e in left.values() if e.seed == study.id and e.id not in by_id]
+    return out
+
+
 def this_run(run: Any) -> str:
     fp = normalize(getattr(run, "fingerprint", None))
     return (f"This run ({getattr(run, 'id', '?')}): {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
@@ -68,18 +99,21 @@ def this_run(run: Any) -> str:
 
 
 def rows(c: Comparison, run: Any) -> list[list[str]]:
-    """Every published row, once per serverbench row standing for it (or once with why none does)."""
+    """Every published row, once per serverbench row standing for it, once more for the part of it
+    not built here (servers/_left_out.toml), or once with why none does."""
     servers = normalize(getattr(run, "fingerprint", None)).get("servers") or {}
     found = {(e.row.name, e.server): e for e in c.entries}
     out = []
     for r in c.study.row:
         pub = published_text(r.figures.get(c.compare.column), r.approx)
         place = "—" if r.place is None else str(r.place)
-        for sid in r.maps_to or [""]:
+        for sid in r.maps_to or ([] if r.left_out else [""]):
             e: Entry | None = found.get((r.name, sid))
             ours = our_text(c, e.ours if e else None) if sid else (r.note or "no row here")
             version = str((servers.get(sid) or {}).get("version") or "—") if sid else ""
             out.append([r.name, place, pub, sid or "none", version, ours])
+        if r.left_out:
+            out.append([r.name, place, pub, r.left_out, "", "not built here (servers/_left_out.toml)"])
     return out
 
 
@@ -100,6 +134,13 @@ def flip_text(c: Comparison, f: Flip) -> str:
             f"{published_text(b.published, b.row.approx)}): " + "; ".join(f.causes))
 
 
+def claim_parts(a: Answer) -> tuple[str, str, str]:
+    """(the claim's words and who said it, the answer, why and the rule): the answer goes in bold."""
+    where = f" at {a.claim.workload} · {a.point}" if a.point else ""
+    return (f"“{a.claim.text}” ({a.claim.said_by}): ", a.answer,
+            f"{where} — {a.why}. Rule: {rule_text(a.claim)}.")
+
+
 def heading(c: Comparison) -> str:
     where = f"{c.compare.workload} · {c.point}" if c.point else f"{c.compare.workload} (not measured in this run)"
     return f"{c.compare.column} beside {where}"
@@ -114,28 +155,40 @@ def _load(studies: list[Study] | None) -> tuple[list[Study], str | None]:
         return [], str(e)
 
 
-def _shown(run: Any, results: Any, studies: list[Study] | None, everything: bool
-           ) -> tuple[list[tuple[Study, list[Comparison]]], str | None]:
-    """Each study with its comparisons: all of them (`everything`), or only the studies and columns
-    whose workload the run measured."""
+Shown = list[tuple[Study, list[Comparison], list[Answer]]]
+
+
+def _shown(results: Any, studies: list[Study] | None, everything: bool) -> tuple[Shown, str | None]:
+    """Each study with its comparisons and its claims' answers: all of them (`everything`), or only
+    the studies, columns and claims whose workload the run measured."""
     studies, problem = _load(studies)
     out = []
     for s in studies:
         comps = [c for c in comparisons([s], results) if everything or c.point]
-        if everything or comps:
-            out.append((s, comps))
+        ans = [a for a in answers(s, results) if everything or a.point]
+        if everything or comps or ans:
+            out.append((s, comps, ans))
     return out, problem
+
+
+def _claims_markdown(ans: list[Answer]) -> list[str]:
+    lines = ["#### Claims", "", CLAIMS_NOTE, ""]
+    for a in ans:
+        before, answer, after = claim_parts(a)
+        lines += [f"- {before}**{answer}**{after}"] + [f"  - {e}" for e in a.evidence]
+    return lines + [""]
 
 
 def markdown(run: Any, results: Any, studies: list[Study] | None = None, everything: bool = False) -> list[str]:
     """The section's Markdown lines; without `everything` (the report) only the studies and columns
     whose workload the run measured, and nothing when there are none."""
-    shown, problem = _shown(run, results, studies, everything)
+    shown, problem = _shown(results, studies, everything)
     if not shown and not problem:
         return []
+    left = left_outs()
     lines = [f"## {TITLE}", "", NOTE, "", this_run(run), ""] + ([f"⚠ {problem}", ""] if problem else [])
-    for study, comps in shown:
-        lines += [f"### {study.title}", ""] + [f"{x}  " for x in facts(study)] + [""]
+    for study, comps, ans in shown:
+        lines += [f"### {study.title}", ""] + [f"{x}  " for x in facts(study) + left_out_lines(study, left)] + [""]
         for c in comps:
             lines += [f"#### {heading(c)}", ""]
             if c.point is None:
@@ -143,6 +196,7 @@ def markdown(run: Any, results: Any, studies: list[Study] | None = None, everyth
             lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
             lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run)]
             lines += ["", agreement(c), ""] + [f"- {flip_text(c, f)}" for f in c.flips] + ([""] if c.flips else [])
+        lines += _claims_markdown(ans) if ans else []
     return lines
 
 
@@ -155,21 +209,38 @@ def _table(headers: list[str], body: list[list[str]]) -> str:
 def to_page(page: Any, run: Any, results: Any, studies: list[Study] | None = None) -> None:
     """The section on the HTML report's page (its `heading(level, text)` and `add(html)`), when the
     run measured a study's workload."""
-    shown, problem = _shown(run, results, studies, everything=False)
+    shown, problem = _shown(results, studies, everything=False)
     if not shown and not problem:
         return
     esc: Callable[[str], str] = html.escape
+    left = left_outs()
     page.heading(2, TITLE)
     page.add(f'<p class="desc">{esc(NOTE)}</p><p>{esc(this_run(run))}</p>'
              + (f"<p>⚠ {esc(problem)}</p>" if problem else ""))
-    for study, comps in shown:
+    for study, comps, ans in shown:
         page.heading(3, study.title)
-        page.add("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in facts(study)) + "</ul>")
+        page.add("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in facts(study) + left_out_lines(study, left)) + "</ul>")
         for c in comps:
             page.heading(4, f"{study.title}: {heading(c)}", toc=False)
             flips = "".join(f"<li>{esc(flip_text(c, f))}</li>" for f in c.flips)
             page.add(_table(HEADERS, rows(c, run)) + f"<p>{esc(agreement(c))}</p>"
                      + (f"<ul>{flips}</ul>" if flips else ""))
+        if ans:
+            page.heading(4, f"{study.title}: Claims", toc=False)
+            page.add(f'<p class="desc">{esc(CLAIMS_NOTE)}</p>' + claims_html(ans))
 
 
-__all__ = ["markdown", "to_page", "rows", "agreement", "flip_text", "facts", "TITLE", "NOTE", "HEADERS"]
+def claims_html(ans: list[Answer]) -> str:
+    """The claims as an HTML list, each answer in bold with its evidence beneath."""
+    esc = html.escape
+    items = []
+    for a in ans:
+        before, answer, after = claim_parts(a)
+        ev = "".join(f"<li>{esc(e)}</li>" for e in a.evidence)
+        items.append(f"<li>{esc(before)}<strong>{esc(answer)}</strong>{esc(after)}" + (f"<ul>{ev}</ul>" if ev else "")
+                     + "</li>")
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+__all__ = ["markdown", "to_page", "rows", "agreement", "flip_text", "facts", "left_out_lines", "left_outs",
+           "claim_parts", "claims_html", "TITLE", "NOTE", "HEADERS", "CLAIMS_NOTE"]

@@ -1,7 +1,9 @@
 """The published studies as data (seeds/*.toml), checked on load: a broken file is one line naming
 the file, the field and the fix. Figures are copied from the studies as published; a row's
 `maps_to` names the serverbench rows (servers/<id>) that stand for it, empty with a `note` when none
-does."""
+does; its `left_out` names the servers/_left_out.toml entry that says why the row is not built here.
+A study's `claim`s are its statements (or a reader's) with the rule that answers each from a stored
+run (claims.py)."""
 from __future__ import annotations
 
 import tomllib
@@ -11,11 +13,16 @@ from typing import Literal, Union
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .. import paths
+from ..catalog import left_out as left_out_file
+from ..overtime.overload import SEVERITY
 
 SEEDS = paths.REPO / "seeds"
 # The figures of this run a published column can be set beside (compare.py reads each from a group).
 OURS = ("requests/s", "p50", "p99")
 Figure = Union[float, tuple[float, float], str]  # a value, a published range [low, high], or words
+# An overload claim's special verdict: the row's verdict is "crashes" and the run's memory limit ended it.
+OUT_OF_MEMORY = "out of memory"
+VERDICTS = (*SEVERITY, OUT_OF_MEMORY)
 
 
 class SeedsError(ValueError):
@@ -55,12 +62,49 @@ class Row(_Strict):
     figures: dict[str, Figure] = {}
     approx: bool = False  # published as "≈"
     maps_to: list[str]
+    left_out: str | None = None  # the servers/_left_out.toml id of the part of this row not built here
     note: str = ""
 
     @model_validator(mode="after")
     def _said_why(self) -> "Row":
-        if not self.maps_to and not self.note:
-            raise ValueError("a row that maps to no serverbench row needs a `note` saying why")
+        if not self.maps_to and not self.note and not self.left_out:
+            raise ValueError("a row that maps to no serverbench row needs a `note` or a `left_out` saying why")
+        return self
+
+
+class Claim(_Strict):
+    """A statement about the study's rows, answered from a stored run by its rule (claims.py):
+    `overload`: each row's overload verdict is one of `expect`; `ratio`: each row's `figure` is
+    `factor` times better than each row of `than` (latencies less `minus_ms` first)."""
+    text: str
+    said_by: str
+    workload: str
+    points: list[str]
+    rows: list[str]
+    rule: Literal["overload", "ratio"]
+    expect: list[str] = []
+    figure: Literal["p50", "p99", "requests/s"] | None = None
+    than: list[str] = []
+    factor: float | None = None
+    better: Literal["higher", "lower"] | None = None
+    minus_ms: float | None = None
+
+    @model_validator(mode="after")
+    def _rule_complete(self) -> "Claim":
+        if not self.rows or not self.points:
+            raise ValueError("a claim needs `rows` and `points`")
+        ratio = (self.figure, self.than, self.factor, self.better, self.minus_ms)
+        if self.rule == "overload":
+            if not self.expect or (unknown := sorted(set(self.expect) - set(VERDICTS))):
+                raise ValueError(f"an overload claim's `expect` lists verdicts of {list(VERDICTS)}"
+                                 + (f", not {unknown}" if self.expect else ""))
+            if any(ratio):
+                raise ValueError("an overload claim takes `expect` only, not figure/than/factor/better/minus_ms")
+            return self
+        if self.figure is None or not self.than or self.better is None or not (self.factor or 0) > 0:
+            raise ValueError("a ratio claim needs `figure`, `than`, `better` and a `factor` above 0")
+        if self.expect or (self.minus_ms is not None and self.figure == "requests/s"):
+            raise ValueError("a ratio claim takes no `expect`, and `minus_ms` only for a latency figure")
         return self
 
 
@@ -81,6 +125,7 @@ class Study(_Strict):
     readings: list[str] = []  # serverbench's readings of the table, kept apart from the study's words
     columns: list[str]
     compare: list[Compare] = []
+    claim: list[Claim] = []
     row: list[Row]
 
     @model_validator(mode="after")
@@ -102,8 +147,9 @@ def _field(err: ValidationError) -> str:
 
 
 def load_file(path: Path, servers: Path | None = None) -> Study:
-    """One study; SeedsError (one line) when the file is not TOML, breaks the model, or maps a row
-    to a folder that is not in servers/."""
+    """One study; SeedsError (one line) when the file is not TOML, breaks the model, maps a row (or
+    names a claim's row) to a folder that is not in servers/, or points a row's `left_out` at an id
+    that servers/_left_out.toml does not have."""
     try:
         study = Study.model_validate(tomllib.loads(path.read_text()))
     except tomllib.TOMLDecodeError as e:
@@ -113,12 +159,31 @@ def load_file(path: Path, servers: Path | None = None) -> Study:
     if study.id != path.stem:
         raise SeedsError(f"{path}: id: {study.id!r} differs from the file name; fix: set id = {path.stem!r}")
     root = paths.SERVERS if servers is None else servers
-    for i, r in enumerate(study.row):
-        for sid in r.maps_to:
+    named = [(f"row.{i}.maps_to", r.maps_to) for i, r in enumerate(study.row)]
+    named += [(f"claim.{i}.{f}", ids) for i, c in enumerate(study.claim)
+              for f, ids in (("rows", c.rows), ("than", c.than))]
+    for where, ids in named:
+        for sid in ids:
             if not (root / sid / "server.toml").is_file():
-                raise SeedsError(f"{path}: row.{i}.maps_to: {sid!r} is not a row in {root}; fix: name a "
-                                 "folder there, or leave maps_to empty with a note saying why")
+                fix = "leave maps_to empty with a note saying why" if "maps_to" in where else "drop it from the claim"
+                raise SeedsError(f"{path}: {where}: {sid!r} is not a row in {root}; fix: name a folder there, or {fix}")
+    _left_out_known(path, study, root)
     return study
+
+
+def _left_out_known(path: Path, study: Study, servers: Path) -> None:
+    """Every row's `left_out` names an entry of servers/_left_out.toml (read by doctor's reader)."""
+    wanted = [(i, r.left_out) for i, r in enumerate(study.row) if r.left_out]
+    if not wanted:
+        return
+    entries, problem = left_out_file.load(servers)
+    if problem:
+        raise SeedsError(f"{path}: row.{wanted[0][0]}.left_out: {problem}")
+    known = {e.id for e in entries}
+    for i, lid in wanted:
+        if lid not in known:
+            raise SeedsError(f"{path}: row.{i}.left_out: {lid!r} is not an id in {servers / left_out_file.FILE_NAME}; "
+                             f"fix: add an entry there saying why it is not built, or name one of {sorted(known)}")
 
 
 def load_all(root: Path | None = None, servers: Path | None = None) -> list[Study]:
@@ -129,4 +194,5 @@ def load_all(root: Path | None = None, servers: Path | None = None) -> list[Stud
     return [load_file(p, servers) for p in sorted(folder.glob("*.toml"))]
 
 
-__all__ = ["Study", "Row", "Compare", "Ceiling", "Errors", "SeedsError", "load_file", "load_all", "SEEDS", "OURS", "Figure"]
+__all__ = ["Study", "Row", "Compare", "Claim", "OUT_OF_MEMORY", "VERDICTS", "Ceiling", "Errors", "SeedsError",
+           "load_file", "load_all", "SEEDS", "OURS", "Figure"]
