@@ -57,8 +57,7 @@ def _tally(c: Claim, point: str, matched: list[str], unmatched: list[str], missi
     row with why, in words)."""
     gap = f"; not measured: {_names(missing)}" if missing else ""
     if not matched and not unmatched:
-        return Answer(c, NOT_MEASURED, point, f"at {c.workload} · {point} the run has nothing to answer it: "
-                      f"{_names(missing)}", evidence)
+        return Answer(c, NOT_MEASURED, point, f"nothing in this run answers it: {_names(missing)}", evidence)
     if not unmatched:
         return Answer(c, YES, point, f"holds for every one measured: {_names(matched)}{gap}", evidence)
     if not matched:
