@@ -22,6 +22,8 @@ from .compare import find_point, our_figure
 from .studies import OUT_OF_MEMORY, Claim, Study
 
 YES, NO, PARTLY, NOT_MEASURED = "yes", "no", "partly", "not measured"
+# an overload claim's row: its verdict matches, does not, is missing, or it cannot say "out of memory"
+MATCH, NO_MATCH, MISSING, NO_LIMIT = "match", "no match", "missing", "no limit"
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,6 @@ def _memory(g: Any) -> tuple[float | None, float | None]:
     limit = next((m.memory_limit_bytes for m in mems if m.memory_limit_bytes), None)
     killed = next((m.memory_killed_at_s for m in mems if m.memory_killed_at_s is not None), None)
     return limit, killed
-
-
-MATCH, NO_MATCH, MISSING, NO_LIMIT = "match", "no match", "missing", "no limit"
 
 
 def _overload_row(c: Claim, sid: str, g: Any | None) -> tuple[str, str]:
