@@ -37,9 +37,9 @@ def test_needs_are_the_compared_rows_with_figures_one_run_per_workload() -> None
 
 def test_claims_add_their_rows_and_only_an_out_of_memory_claim_sets_a_ceiling() -> None:
     s = _study()
-    claims = [NS(text="ran out", workload="ov", rows=["x", "a"], expect=[plan.OUT_OF_MEMORY]),
-              NS(text="faster", workload="w1", rows=["a"], than=["z"], expect=None),
-              NS(text="slower", workload="w2", rows=["y"], expect=["slows"])]
+    claims = [NS(text="ran out", workload="ov", rows=["x", "a"], than=[], expect=[plan.OUT_OF_MEMORY]),
+              NS(text="faster", workload="w1", rows=["a"], than=["z"], expect=[]),
+              NS(text="slower", workload="w2", rows=["y"], than=[], expect=["slows"])]
     fake = NS(id=s.id, compare=s.compare, row=s.row, claim=claims)
     got = {n.workload: n for n in plan.needs([fake])}
     assert got["w1"].rows == ("a", "b1", "b2", "z") and got["w1"].memory_limit is None
@@ -52,6 +52,11 @@ def test_the_real_studies_need_the_overload_workload_and_prantl_rows() -> None:
     assert "c-epoll" in got["prantl-wrk"].rows and "nim" in got["prantl-wrk"].rows
     assert {"go-fasthttp", "java-netty", "erlang-mochiweb", "java-rapidoid"} <= set(got["stressgrid-overload"].rows)
     assert set(got["locust-users"].rows) >= {"go-nethttp", "python-fastapi", "java-httpserver"}
+    # the claims: the Erlang rows and the out-of-memory ceiling on the overload run, Deepu's comment
+    # on the sleep workload
+    assert {"erlang-yaws", "erlang-inets", "node-cluster"} <= set(got["stressgrid-overload"].rows)
+    assert got["stressgrid-overload"].memory_limit == plan.MEMORY_LIMIT and got["prantl-wrk"].memory_limit is None
+    assert set(got["stressgrid"].rows) == {"rust-actix", "rust-tokio", "node-http", "node-cluster"}
 
 
 def _opts(**kw) -> dict:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .studies import Study
+from .studies import OUT_OF_MEMORY, Study
 
 REPEAT = 3
 # Stressgrid's server had 32 GiB for a ramp to 300k devices; stressgrid-overload ramps to 10,000
 # devices, 1/30 of them, so the same memory per device is 32 GiB / 30 ≈ 1.07 GiB. Only a workload
 # with an "out of memory" claim gets it: a ceiling changes what a run measures.
-OUT_OF_MEMORY = "out of memory"
 MEMORY_LIMIT = "1G"
 # Of the stored run options, these must equal a need's for that run to meet it (the rest, such as
 # the CPU split, are the harness's choice on the machine at hand).
@@ -61,9 +60,9 @@ def needs(studies: Iterable[Study], repeat: int = REPEAT) -> list[Need]:
     for s in studies:
         for c in s.compare:
             add(c.workload, _compared_rows(s, c.column), f"{s.id}: {c.column}")
-        for cl in getattr(s, "claim", []):
-            add(cl.workload, [*cl.rows, *(getattr(cl, "than", None) or [])], f"{s.id}: “{cl.text}”")
-            if OUT_OF_MEMORY in (getattr(cl, "expect", None) or []):
+        for cl in s.claim:
+            add(cl.workload, [*cl.rows, *cl.than], f"{s.id}: “{cl.text}”")
+            if OUT_OF_MEMORY in cl.expect:
                 memory.add(cl.workload)
     return [Need(w, tuple(r), repeat, MEMORY_LIMIT if w in memory else None, tuple(why[w]))
             for w, r in rows.items() if r]
