@@ -116,7 +116,6 @@ def seeds_cmd(run: Optional[int] = typer.Option(None, "--run", help="one run id 
     if found.newest is None:
         raise fail(f"no run in {store.path} measured a study's workload; run `serverbench seeds --measure` "
                    "(or `make seeds`) first")
-    print(found.sources())
     print("\n".join(section.markdown(found.newest, found, loaded, everything=True)))
 
 

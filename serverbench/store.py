@@ -278,6 +278,13 @@ class Store:
             raise StoreError(f"no run {run_id} in {self.path}; recent runs: {known} (see `serverbench results`)")
         return rows[0]
 
+    def measured_workloads(self) -> dict[int, set[str]]:
+        """Per run, the workloads it stored an 'ok' cell of (a set such as `quick` expanded)."""
+        out: dict[int, set[str]] = {}
+        for rid, w in self.db.execute("SELECT DISTINCT run_id, workload FROM cells WHERE status = 'ok'"):
+            out.setdefault(rid, set()).add(w)
+        return out
+
     def latest_run_id(self) -> int | None:
         row = self.db.execute("SELECT MAX(id) FROM runs").fetchone()
         return row[0]

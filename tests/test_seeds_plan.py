@@ -101,14 +101,15 @@ def test_a_finished_run_meets_and_a_stopped_run_of_the_same_need_is_resumed() ->
 def test_the_section_reads_the_run_with_most_of_the_rows_newest_among_equals(monkeypatch) -> None:
     [n] = plan.needs([_study()])
     stored = [_run(1, "finished"), _run(2, "finished", servers=["a"]), _run(3, "interrupted"),
-              _run(4, "finished", workloads=["else"])]
+              _run(4, "finished", workloads=["else"]), _run(5, "finished", workloads=["quick"])]
+    cells = {1: {"w1"}, 2: {"w1"}, 3: {"w1"}, 4: {"else"}, 5: set()}  # run 5 stored no ok cell of w1
     loaded = []
 
     def load(store, rid):
         loaded.append(rid)
         return None, NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[NS(server="a")])])])
     monkeypatch.setattr(runs.aggregate, "load", load)
-    got = runs.latest(NS(runs=lambda: stored), [n])
+    got = runs.latest(NS(runs=lambda: stored, measured_workloads=lambda: cells), [n])
     assert got.runs == {"w1": 3} and got.newest.id == 3 and loaded == [3]
     assert "w1 from run 3" in got.sources()
 
@@ -119,7 +120,8 @@ def test_a_run_without_figures_for_the_workload_is_passed_over(monkeypatch) -> N
     empty = NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[])])])
     full = NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[NS(server="a")])])])
     monkeypatch.setattr(runs.aggregate, "load", lambda store, rid: (None, full if rid == 1 else empty))
-    assert runs.latest(NS(runs=lambda: stored), [n]).runs == {"w1": 1}
+    cells = {1: {"w1"}, 2: {"w1"}}
+    assert runs.latest(NS(runs=lambda: stored, measured_workloads=lambda: cells), [n]).runs == {"w1": 1}
 
 
 class _Runner:
@@ -158,3 +160,12 @@ def test_measure_skips_met_needs_resumes_an_interrupted_one_and_leaves_out_unver
     assert runner.calls[2:] == [("resume", 2, None)]
     # and a third time everything is met
     assert cli_seeds.measure(store, needs) == [1, 2] and len(runner.calls) == 3
+
+
+def test_the_section_names_the_run_each_workload_came_from() -> None:
+    from serverbench.seeds import section
+    measured = runs.Measured(workloads=[], runs={"prantl-wrk": 4, "stressgrid-overload": 7}, newest=NS(id=7, fingerprint={}))
+    lines = section.markdown(measured.newest, measured, load_all(), everything=True)
+    assert any("Runs read: prantl-wrk from run 4, stressgrid-overload from run 7. The newest, run 7" in x for x in lines)
+    single = section.markdown(NS(id=3, fingerprint={}), NS(workloads=[]), load_all(), everything=True)
+    assert any(x.startswith("This run (3)") for x in single) and not any("Runs read" in x for x in single)

@@ -35,14 +35,15 @@ def _measured(w: Any) -> bool:
 
 
 def latest(store: Any, needs: list[Need]) -> Measured:
-    """For each need, the stored run (any status: an interrupted run's finished cells count) that
-    names its workload and the most of its rows, the newest among equals; a quick look at one row
-    after a full seeds run does not replace it."""
+    """For each need, the stored run (any status: an interrupted run's finished cells count) with ok
+    cells of its workload and the most of its rows, the newest among equals; a quick look at one
+    row after a full seeds run does not replace it."""
     out = Measured()
     stored = store.runs()
+    measured = store.measured_workloads()
     loaded: dict[int, Any] = {}
     for need in needs:
-        named = [r for r in stored if need.workload in (r.options.get("workloads") or [])]
+        named = [r for r in stored if need.workload in measured.get(r.id, ())]
         for r in sorted(named, key=lambda r: (_coverage(r, need), r.id), reverse=True):
             if r.id not in loaded:
                 loaded[r.id] = aggregate.load(store, r.id)[1]

@@ -92,9 +92,14 @@ def left_out_lines(study: Study, left: LeftOuts) -> list[str]:
     return out
 
 
-def this_run(run: Any) -> str:
+def this_run(run: Any, results: Any = None) -> str:
+    """The machine of the run (the newest run read, when the section reads one per workload:
+    runs.Measured) and which run each workload came from."""
     fp = normalize(getattr(run, "fingerprint", None))
-    return (f"This run ({getattr(run, 'id', '?')}): {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
+    sources = getattr(results, "sources", None)
+    which = f"{sources()} The newest, run {getattr(run, 'id', '?')}" if callable(sources) else \
+        f"This run ({getattr(run, 'id', '?')})"
+    return (f"{which}: {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
             f"kernel {fp.get('kernel', '?')}; each row's version beside its figure.")
 
 
@@ -186,7 +191,7 @@ def markdown(run: Any, results: Any, studies: list[Study] | None = None, everyth
     if not shown and not problem:
         return []
     left = left_outs()
-    lines = [f"## {TITLE}", "", NOTE, "", this_run(run), ""] + ([f"⚠ {problem}", ""] if problem else [])
+    lines = [f"## {TITLE}", "", NOTE, "", this_run(run, results), ""] + ([f"⚠ {problem}", ""] if problem else [])
     for study, comps, ans in shown:
         lines += [f"### {study.title}", ""] + [f"{x}  " for x in facts(study) + left_out_lines(study, left)] + [""]
         for c in comps:
