@@ -1,0 +1,77 @@
+"""`serverbench seeds` end to end on a fixture database: a prantl-wrk run of four rows written through
+the real Store (cells shaped as the runner stores them, tests/fixtures/report/make_store.py), read by
+the one aggregation, set beside Prantl's published table. Checks the agreement arithmetic and that a
+flip without a published or stored figure behind it is "unexplained", never given a cause."""
+import importlib.util
+import random
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from serverbench.cli import app
+from serverbench.store import Store
+
+FIXTURE = Path(__file__).parent / "fixtures" / "report" / "make_store.py"
+# here: cpp-asio > c-epoll > nginx-lua > crystal; Prantl: cpp 93,477 > crystal 83,469 > openresty 55,108 > c 381
+RATES = {"cpp-asio": 60_000, "c-epoll": 59_000, "nginx-lua": 40_000, "crystal": 30_000}
+
+
+def _make_store():
+    """A copy of its own (its SERVERS is replaced here; test_report's copy stays as it is)."""
+    name = "serverbench_seeds_fixture"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, FIXTURE)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # dataclasses look their module up while the file executes
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def _fixture_db(path: Path) -> int:
+    ms = _make_store()
+    ms.SERVERS = {sid: ("Rust", "event-loop", "x", "native", rps, None) for sid, rps in RATES.items()}
+    run = ms.SyntheticRun({"cpu_model": "Fixture CPU", "cores": 2, "kernel": "6.1", "servers": {
+        sid: {"language": "C", "model": "event-loop", "version": f"{sid} 1"} for sid in RATES}},
+        {"workloads": ["prantl-wrk"], "servers": list(RATES), "repeat": 3})
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rng = random.Random(1)
+    for rep in (1, 2, 3):
+        for sid in RATES:
+            at += timedelta(seconds=12)
+            ms._cell(run, sid, "prantl-wrk", "c=400", rep, at, **ms._measured(rng, sid, 400, 4.0, noise=0.0))
+    with Store(path) as store:
+        return ms.write_run(store, run)
+
+
+def test_seeds_on_a_fixture_database_counts_pairs_and_gives_causes_only_with_figures(tmp_path: Path) -> None:
+    db = tmp_path / "fixture.db"
+    rid = _fixture_db(db)
+    out = CliRunner().invoke(app, ["seeds", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert f"Runs read: prantl-wrk from run {rid}" in text
+    # 4 rows, 6 pairs: cpp-asio keeps its lead over the other three; crystal/openresty, crystal/c and
+    # openresty/c flip; tau-b (3 - 3) / 6 = 0
+    assert "Of 6 pairs, 3 keep their order, 3 flip, 0 are not ordered by the study and 0 not by this run; " \
+           "Kendall's tau-b +0.00." in text
+    flips = [line for line in text.splitlines() if line.startswith("- ") and " ahead of " in line]
+    assert len(flips) == 3, flips
+    by_pair = {(f[2:].split(" (")[0], f.split(" ahead of ")[1].split(" (")[0]): f for f in flips}
+    # the study's c row had 17,720 socket errors over about 11,430 requests: broken keep-alive
+    assert by_pair[("c-epoll", "crystal")].endswith("(381 req/s × 30 s)")
+    assert by_pair[("c-epoll", "nginx-lua")].endswith("(381 req/s × 30 s)")
+    # openresty's 106 errors over ~1.65M requests show nothing, and no warm-up was stored: unexplained
+    assert by_pair[("nginx-lua", "crystal")].endswith(": unexplained")
+    # the same run named with --run reads the same
+    one = CliRunner().invoke(app, ["seeds", "--db", str(db), "--run", str(rid)])
+    assert one.exit_code == 0 and "Of 6 pairs, 3 keep their order, 3 flip" in one.output
+
+
+def test_seeds_without_a_study_workload_in_the_database_says_how_to_measure(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    Store(db).close()
+    out = CliRunner().invoke(app, ["seeds", "--db", str(db)])
+    assert out.exit_code == 2
+    assert "no run in" in out.output and "serverbench seeds --measure" in out.output
