@@ -14,7 +14,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from serverbench import __version__, cli_bundle, cli_crosscheck, cli_database, cli_profile, cli_report, cli_run
-from serverbench import cli_seeds
 from serverbench.catalog import build as build_mod
 from serverbench import cli_verify
 from serverbench.catalog import left_out
@@ -182,7 +181,7 @@ def version() -> None:
     console.print(f"serverbench {__version__}")
 
 
-for _mod in (cli_verify, cli_run, cli_report, cli_seeds, cli_profile, cli_crosscheck, cli_bundle, cli_database):
+for _mod in (cli_verify, cli_run, cli_report, cli_profile, cli_crosscheck, cli_bundle, cli_database):
     _mod.register(app)
 
 

@@ -1,6 +1,6 @@
 """What re-measuring the published studies needs (serverbench/seeds/plan.py), which stored run
 meets or resumes a need, which runs the section reads (seeds/runs.py), and `seeds --measure`
-skipping, resuming and starting runs (cli_seeds.measure) with the runner replaced by a stand-in
+skipping, resuming and starting runs (cli_report.measure) with the runner replaced by a stand-in
 that stores runs as the runner does."""
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 import pytest
 import typer
 
-from serverbench import cli_seeds
+from serverbench import cli_report
 from serverbench.model import RunOptions
 from serverbench.run.lifecycle import MatrixResult
 from serverbench.seeds import plan, runs
@@ -151,15 +151,15 @@ def test_measure_skips_met_needs_resumes_an_interrupted_one_and_leaves_out_unver
     runner = _Runner(interrupt={1})
     monkeypatch.setattr(cli_run, "_measure", runner)
     with pytest.raises(typer.Exit) as e:
-        cli_seeds.measure(store, needs)
+        cli_report.measure(store, needs)
     assert e.value.exit_code == 130
     assert runner.calls == [("new", 1, ["c-epoll"]), ("new", 2, ["go-tcp"])]
     assert store.run(2).options["server_memory_limit"] == "1G"
     # the same command again: prantl-wrk is met by run 1, run 2 is resumed, nothing new is started
-    assert cli_seeds.measure(store, needs) == [1, 2]
+    assert cli_report.measure(store, needs) == [1, 2]
     assert runner.calls[2:] == [("resume", 2, None)]
     # and a third time everything is met
-    assert cli_seeds.measure(store, needs) == [1, 2] and len(runner.calls) == 3
+    assert cli_report.measure(store, needs) == [1, 2] and len(runner.calls) == 3
 
 
 def test_the_section_names_the_run_each_workload_came_from() -> None:
