@@ -22,11 +22,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from serverbench.results import aggregate  # noqa: E402
+from serverbench.results import aggregate, ranking  # noqa: E402
 from serverbench.store import Store  # noqa: E402
 
 
-def one_run(rows: list[str], db: Path) -> tuple[list[str], str, dict[str, float]]:
+def judged_top(groups: list) -> frozenset[str]:
+    """What the step's verdict stands on: the first row and every row tied with it by the CPU figure's
+    noise (ranking.tied, the rule the glance uses): one name when it leads beyond noise."""
+    if not groups:
+        return frozenset()
+    first = groups[0]
+    return frozenset([first.server, *(g.server for g in groups[1:] if ranking.tied(first, g, ranking.EFFICIENCY))])
+
+
+def one_run(rows: list[str], db: Path) -> tuple[list[str], str, dict[str, float], frozenset[str]]:
     subprocess.run([str(ROOT / ".venv/bin/serverbench"), "run", "-s", ",".join(rows), "-w", "prantl-wrk",
                     "--repeat", "3", "--db", str(db), "--allow-unverified"], check=True, stdout=subprocess.DEVNULL,
                    cwd=ROOT)
@@ -36,7 +45,8 @@ def one_run(rows: list[str], db: Path) -> tuple[list[str], str, dict[str, float]
     pt = wl.load_points[0]
     eff = pt.efficiency
     cpu = {g.server: g.cpu_us_per_request for g in (eff.groups if eff else []) if g.cpu_us_per_request}
-    return [g.server for g in (eff.groups if eff else [])], pt.glance.verdict, cpu
+    groups = eff.groups if eff else []
+    return [g.server for g in groups], pt.glance.verdict, cpu, judged_top(groups)
 
 
 def main() -> None:
@@ -44,18 +54,22 @@ def main() -> None:
     runs = int(os.environ.get("RUNS", "3"))
     tmp = Path(tempfile.mkdtemp(prefix="fixed-rate-order-"))
     print(f"load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}; rows {', '.join(rows)}")
-    orders, leaders = [], []
+    orders, leaders, tops = [], [], []
     for i in range(runs):
-        order, verdict, cpu = one_run(rows, tmp / f"run{i}.db")
+        order, verdict, cpu, top = one_run(rows, tmp / f"run{i}.db")
         orders.append(tuple(order))
+        tops.append(top)
         leaders.append(verdict.split(" leads beyond")[0].split(" — ")[-1] if " leads beyond that" in verdict else None)
         print(f"run {i + 1}: order {' < '.join(order) or '(no block or tie at the top: the step did not run)'}; CPU µs/request "
               + ", ".join(f"{s} {v:.2f}" for s, v in cpu.items()))
         print(f"        at a glance: {verdict}")
+        print(f"        judged top (the leader, or the rows tied with the first): {', '.join(sorted(top)) or '—'}")
         print(f"        load average: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     common, n = collections.Counter(o for o in orders if o).most_common(1)[0] if any(orders) else ((), 0)
     print(f"the most common order ({' < '.join(common) or '—'}) in {n} of {runs} runs; "
           f"leaders named beyond noise: {', '.join(str(x) for x in leaders)}")
+    top, k = collections.Counter(t for t in tops if t).most_common(1)[0] if any(tops) else (frozenset(), 0)
+    print(f"the most common judged top ({', '.join(sorted(top)) or '—'}) in {k} of {runs} runs")
 
 
 if __name__ == "__main__":
