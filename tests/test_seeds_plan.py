@@ -169,3 +169,18 @@ def test_the_section_names_the_run_each_workload_came_from() -> None:
     assert any("Runs read: prantl-wrk from run 4, stressgrid-overload from run 7. The newest, run 7" in x for x in lines)
     single = section.markdown(NS(id=3, fingerprint={}), NS(workloads=[]), load_all(), everything=True)
     assert any(x.startswith("This run (3)") for x in single) and not any("Runs read" in x for x in single)
+
+
+def test_each_table_takes_its_rows_versions_from_the_run_that_measured_its_workload() -> None:
+    from serverbench.seeds import compare, section
+    prantl = next(s for s in load_all() if s.id == "prantl")
+    group = NS(server="c-epoll", throughput=NS(median=50_000.0), latency={}, figures=NS(warmup=None))
+    wl = NS(name="prantl-wrk", points=[NS(label="c=400", groups=[group])])
+    old = NS(id=4, fingerprint={"servers": {"c-epoll": {"version": "gcc 12"}}})
+    newest = NS(id=9, fingerprint={"servers": {"go-fasthttp": {"version": "go1.26"}}})  # another workload's run
+    measured = runs.Measured(workloads=[wl], runs={"prantl-wrk": 4, "stressgrid-overload": 9}, newest=newest,
+                             rows={4: old, 9: newest})
+    [c] = compare.comparisons([prantl], measured)
+    assert ["c", "13", "381", "c-epoll", "gcc 12", "50,000"] in section.rows(c, newest, measured)
+    # a single run: its own fingerprint, as before
+    assert ["c", "13", "381", "c-epoll", "—", "50,000"] in section.rows(c, newest, NS(workloads=[wl]))

@@ -12,11 +12,18 @@ from .plan import Need
 
 @dataclass
 class Measured:
-    """What the section reads, as the aggregation's results read: `workloads`, each from its newest
-    run (`runs`: workload → run id); `newest`: the newest of those runs (its machine is stated)."""
+    """What the section reads, as the aggregation's results read: `workloads`, each from the run
+    chosen for it (`runs`: workload → run id; `rows`: those runs); `newest`: the newest of them (its
+    machine is stated)."""
     workloads: list[Any] = field(default_factory=list)
     runs: dict[str, int] = field(default_factory=dict)
     newest: Any = None
+    rows: dict[int, Any] = field(default_factory=dict)  # run id → its RunRow (fingerprint: versions)
+
+    def run_of(self, workload: str) -> Any | None:
+        """The stored run the workload's figures came from (its fingerprint has the rows' versions)."""
+        rid = self.runs.get(workload)
+        return self.rows.get(rid) if rid is not None else None
 
     def sources(self) -> str:
         """One line: which run each workload came from."""
@@ -51,6 +58,7 @@ def latest(store: Any, needs: list[Need]) -> Measured:
             if w is not None:
                 out.workloads.append(w)
                 out.runs[w.name] = r.id
+                out.rows[r.id] = r
                 out.newest = r if out.newest is None or r.id > out.newest.id else out.newest
                 break
     return out

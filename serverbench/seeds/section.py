@@ -103,10 +103,13 @@ def this_run(run: Any, results: Any = None) -> str:
             f"kernel {fp.get('kernel', '?')}; each row's version beside its figure.")
 
 
-def rows(c: Comparison, run: Any) -> list[list[str]]:
+def rows(c: Comparison, run: Any, results: Any = None) -> list[list[str]]:
     """Every published row, once per serverbench row standing for it, once more for the part of it
-    not built here (servers/_left_out.toml), or once with why none does."""
-    servers = normalize(getattr(run, "fingerprint", None)).get("servers") or {}
+    not built here (servers/_left_out.toml), or once with why none does. Versions come from the run
+    that measured the compared workload (runs.Measured.run_of), else from `run`."""
+    run_of = getattr(results, "run_of", None)
+    source = run_of(c.compare.workload) if callable(run_of) else None
+    servers = normalize(getattr(source or run, "fingerprint", None)).get("servers") or {}
     found = {(e.row.name, e.server): e for e in c.entries}
     out = []
     for r in c.study.row:
@@ -199,7 +202,7 @@ def markdown(run: Any, results: Any, studies: list[Study] | None = None, everyth
             if c.point is None:
                 continue
             lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
-            lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run)]
+            lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run, results)]
             lines += ["", agreement(c), ""] + [f"- {flip_text(c, f)}" for f in c.flips] + ([""] if c.flips else [])
         lines += _claims_markdown(ans) if ans else []
     return lines
@@ -228,7 +231,7 @@ def to_page(page: Any, run: Any, results: Any, studies: list[Study] | None = Non
         for c in comps:
             page.heading(4, f"{study.title}: {heading(c)}", toc=False)
             flips = "".join(f"<li>{esc(flip_text(c, f))}</li>" for f in c.flips)
-            page.add(_table(HEADERS, rows(c, run)) + f"<p>{esc(agreement(c))}</p>"
+            page.add(_table(HEADERS, rows(c, run, results)) + f"<p>{esc(agreement(c))}</p>"
                      + (f"<ul>{flips}</ul>" if flips else ""))
         if ans:
             page.heading(4, f"{study.title}: Claims", toc=False)
