@@ -147,3 +147,15 @@ def test_the_report_section_only_when_the_run_measured_a_study_workload() -> Non
     assert "Stressgrid" not in text  # not measured in this run: left out of the report
     everything = "\n".join(section.markdown(run, _results("tfb-json", "c=64", []), studies, everything=True))
     assert "Published as charts only" in everything and "stressgrid-overload (not measured in this run)" in everything
+
+
+def test_two_rates_within_this_runs_noise_are_not_ordered_by_this_run() -> None:
+    from serverbench.results.stats import summarize
+    a = NS(server="a", throughput=summarize([773, 760, 790]), latency={}, figures=NS(warmup=None))
+    b = NS(server="b", throughput=summarize([774, 765, 780]), latency={}, figures=NS(warmup=None))
+    [c] = sc.comparisons([_study()], _results("w", "full", [a, b]))
+    # published A 100 > B 50; here B's median is higher, but within the noise: not a flip
+    assert (len(c.kept), len(c.flips), [side for *_, side in c.unordered]) == (0, 0, ["this run"])
+    far = NS(server="b", throughput=summarize([1500, 1490, 1510]), latency={}, figures=NS(warmup=None))
+    [c2] = sc.comparisons([_study()], _results("w", "full", [a, far]))
+    assert len(c2.flips) == 1 and not c2.unordered

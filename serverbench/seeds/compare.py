@@ -3,7 +3,8 @@
 For each compared column (studies.Compare) the entries are the (published row, serverbench row)
 pairs that have a figure on both sides. Two entries of different published rows form a pair; it
 *keeps* its order when both tables order it the same way, *flips* when they order it opposite ways,
-and is *unordered* when either side does not order it (one published row standing for several
+and is *unordered* when either side does not order it (here: two requests/s medians within their
+repetitions' noise, stats.judge; in the study: one published row standing for several
 servers, overlapping published ranges, equal figures). Kendall's tau-b over the same pairs.
 
 A flip's cause is chosen only from what the study published or this run stored, each with its
@@ -19,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..results import stats
 from .studies import Compare, Figure, Row, Study
 
 BROKEN_SHARE = 0.1  # errors "of the order of" the requests: at least a tenth of them
@@ -70,7 +72,14 @@ def published_order(a: Entry, b: Entry, better: str) -> int:
     return sign if better == "higher" else -sign
 
 
-def our_order(a: Entry, b: Entry, better: str) -> int:
+def our_order(a: Entry, b: Entry, better: str, ours: str = "requests/s") -> int:
+    """+1 when this run puts a ahead of b, -1 behind, 0 when it does not: equal figures, or two
+    requests/s medians within their repetitions' noise (stats.judge, the rule every comparison of
+    repetitions here uses: overlapping intervals or a gap inside the noise)."""
+    ta, tb = (getattr(e.group, "throughput", None) for e in (a, b))
+    if ours == "requests/s" and min(getattr(ta, "n", 1), getattr(tb, "n", 1)) >= 2 and \
+            stats.judge(ta, tb)[2] == stats.WITHIN_NOISE:
+        return 0
     sign = (a.ours > b.ours) - (a.ours < b.ours)
     return sign if better == "higher" else -sign
 
@@ -155,7 +164,7 @@ def compare(study: Study, cmp: Compare, results: Any) -> Comparison:
     signs = []
     for i, a in enumerate(out.entries):
         for b in out.entries[i + 1:]:
-            p, o = published_order(a, b, cmp.better), our_order(a, b, cmp.better)
+            p, o = published_order(a, b, cmp.better), our_order(a, b, cmp.better, cmp.ours)
             signs.append((p, o))
             better, worse = (a, b) if p > 0 else (b, a)
             if p == 0 or o == 0:
