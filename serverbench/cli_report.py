@@ -161,6 +161,9 @@ def measure(store: Any, needs: list[Any]) -> list[int]:
             console.print(f"[yellow]{n.workload}: none of {', '.join(n.rows)} passed verify; not measured[/]")
             continue
         need = plan.Need(n.workload, have, n.repeat, n.memory_limit, n.why)
+        if (busy := plan.in_flight(store.runs(), need)) is not None:
+            raise fail(f"{n.workload}: run {busy.id} is being measured by process "
+                       f"{(busy.owner or '?').split('@')[0]}; wait for it or stop that process, then run this again", 1)
         done, stopped = plan.stored_for(store.runs(), need)
         if done is not None:
             console.print(f"{n.workload}: already measured in run {done.id}")
@@ -187,7 +190,8 @@ def seeds_cmd(run: Optional[int] = typer.Option(None, "--run", help="one run id 
               do_measure: bool = typer.Option(False, "--measure", help="first measure what the studies need "
                                               "and no stored run has (build, verify, one run per workload, "
                                               "3 repetitions; resumable: run it again after an interruption)"),
-              plan_only: bool = typer.Option(False, "--plan", help="with --measure: print the plan and stop"),
+              plan_only: bool = typer.Option(False, "--plan", help="print what --measure would measure, and its "
+                                             "planned load time, and stop"),
               repeat: int = typer.Option(3, "--repeat", min=1, help="repetitions per row for --measure"),
               db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """The published studies' tables (seeds/*.toml) beside stored runs: pairs kept and flipped, Kendall's

@@ -2,36 +2,25 @@
 the real Store (cells shaped as the runner stores them, tests/fixtures/report/make_store.py), read by
 the one aggregation, set beside Prantl's published table. Checks the agreement arithmetic and that a
 flip without a published or stored figure behind it is "unexplained", never given a cause."""
-import importlib.util
 import random
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+from test_report import load_fixture  # tests/ is on sys.path (pytest rootdir import mode)
 from typer.testing import CliRunner
 
 from serverbench.cli import app
 from serverbench.store import Store
 
-FIXTURE = Path(__file__).parent / "fixtures" / "report" / "make_store.py"
 # here: cpp-asio > c-epoll > nginx-lua > crystal; Prantl: cpp 93,477 > crystal 83,469 > openresty 55,108 > c 381
 RATES = {"cpp-asio": 66_000, "c-epoll": 59_000, "nginx-lua": 40_000, "crystal": 30_000}
 
 
-def _make_store():
-    """A copy of its own (its SERVERS is replaced here; test_report's copy stays as it is)."""
-    name = "serverbench_seeds_fixture"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURE)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod  # dataclasses look their module up while the file executes
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-def _fixture_db(path: Path) -> int:
-    ms = _make_store()
-    ms.SERVERS = {sid: ("Rust", "event-loop", "x", "native", rps, None) for sid, rps in RATES.items()}
+def _fixture_db(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    ms = load_fixture()
+    monkeypatch.setattr(ms, "SERVERS", {sid: ("Rust", "event-loop", "x", "native", rps, None)
+                                        for sid, rps in RATES.items()})
     run = ms.SyntheticRun({"cpu_model": "Fixture CPU", "cores": 2, "kernel": "6.1", "servers": {
         sid: {"language": "C", "model": "event-loop", "version": f"{sid} 1"} for sid in RATES}},
         {"workloads": ["prantl-wrk"], "servers": list(RATES), "repeat": 3})
@@ -45,9 +34,10 @@ def _fixture_db(path: Path) -> int:
         return ms.write_run(store, run)
 
 
-def test_seeds_on_a_fixture_database_counts_pairs_and_gives_causes_only_with_figures(tmp_path: Path) -> None:
+def test_seeds_on_a_fixture_database_counts_pairs_and_gives_causes_only_with_figures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "fixture.db"
-    rid = _fixture_db(db)
+    rid = _fixture_db(db, monkeypatch)
     out = CliRunner().invoke(app, ["seeds", "--db", str(db)])
     assert out.exit_code == 0, out.output
     text = out.output

@@ -83,7 +83,7 @@ def test_which_stored_options_meet_a_need(change: dict, meets: bool) -> None:
 
 
 def _run(i: int, status: str, **opts) -> NS:
-    return NS(id=i, status=status, shown_status=status, options=_opts(**opts))
+    return NS(id=i, status=status, shown_status=status, options=_opts(**opts), owner="4242@host")
 
 
 def test_a_finished_run_meets_and_a_stopped_run_of_the_same_need_is_resumed() -> None:
@@ -96,6 +96,28 @@ def test_a_finished_run_meets_and_a_stopped_run_of_the_same_need_is_resumed() ->
     # a stopped run for other rows or another ceiling is not this need's
     assert plan.stored_for([_run(4, "abandoned", servers=["a"]), _run(5, "failed", server_memory_limit="1G")],
                            n) == (None, None)
+
+
+def test_a_run_being_measured_now_for_the_same_need_is_in_flight() -> None:
+    [n] = plan.needs([_study()])
+    live = _run(6, "running")
+    assert plan.in_flight([_run(1, "finished"), live], n) is live
+    assert plan.in_flight([_run(7, "running", servers=["a"]), _run(8, "abandoned")], n) is None
+    # and it is neither met nor resumed
+    assert plan.stored_for([live], n) == (None, None)
+
+
+def test_measure_refuses_to_start_a_need_another_process_is_measuring(tmp_path: Path, monkeypatch) -> None:
+    import serverbench.cli_run as cli_run
+    store = Store(tmp_path / "r.db")
+    need = plan.Need("prantl-wrk", ("c-epoll",))
+    store.new_run({}, RunOptions.from_dict(need.options()).to_dict())  # 'running', owned by this live process
+    monkeypatch.setattr(cli_run, "prepare", lambda ms, st: ms)
+    runner = _Runner(interrupt=set())
+    monkeypatch.setattr(cli_run, "_measure", runner)
+    with pytest.raises(typer.Exit) as e:
+        cli_report.measure(store, [need])
+    assert e.value.exit_code == 1 and runner.calls == []
 
 
 def test_the_section_reads_the_run_with_most_of_the_rows_newest_among_equals(monkeypatch) -> None:

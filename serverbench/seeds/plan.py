@@ -80,16 +80,26 @@ def meets(options: dict[str, Any], need: Need) -> bool:
             and not any(options.get(k) for k in _MATCHED))
 
 
+def _same(run: Any, need: Need) -> bool:
+    """Whether `run` was started for exactly this need (its stored options say so)."""
+    return all(run.options.get(k) == v for k, v in need.options().items() if k != "split")
+
+
+def in_flight(runs: list[Any], need: Need) -> Any | None:
+    """A run for exactly this need that a live process is measuring now (a second `seeds --measure`
+    must not start the same run beside it)."""
+    return next((r for r in reversed(runs) if r.shown_status == "running" and _same(r, need)), None)
+
+
 def stored_for(runs: list[Any], need: Need) -> tuple[Any | None, Any | None]:
     """(a finished run that meets `need`, else None; the newest interrupted or failed run that was
     started for exactly this need, to resume, else None). `runs`: the store's RunRows."""
     done = next((r for r in reversed(runs) if r.status == "finished" and meets(r.options, need)), None)
     if done is not None:
         return done, None
-    same = {k: v for k, v in need.options().items() if k != "split"}
     stopped = next((r for r in reversed(runs) if r.shown_status in ("interrupted", "failed", "abandoned")
-                    and all(r.options.get(k) == v for k, v in same.items())), None)
+                    and _same(r, need)), None)
     return None, stopped
 
 
-__all__ = ["Need", "needs", "meets", "stored_for", "REPEAT", "MEMORY_LIMIT", "OUT_OF_MEMORY"]
+__all__ = ["Need", "needs", "meets", "stored_for", "in_flight", "REPEAT", "MEMORY_LIMIT", "OUT_OF_MEMORY"]
