@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import typer
@@ -66,18 +67,26 @@ def show_verdict(v: ServerVerdict, out: Console = console, *, compact: bool = Fa
 
 def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
                     allow_unavailable: bool, compact: bool = False,
-                    why: dict[str, str] | None = None, db_url: str | None = None) -> tuple[list[str], list[str]]:
+                    why: dict[str, str] | None = None, db_url: str | None = None,
+                    stream: Iterable[Any] | None = None,
+                    held: list[str] | None = None) -> tuple[list[str], list[str]]:
     """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither.
     `why`, when given, receives each failed id's failed checks (or its problem), for a summary line.
     When a db row is among them, one PostgreSQL serves them all: the harness's own, or `db_url`'s
-    (a DatabaseError names what that one lacks)."""
+    (a DatabaseError names what that one lacks). `stream`: `manifests` (or some of them) in the
+    order they become ready to verify (each as its build ends); `held`: a verdict with a failed check
+    is not shown or counted but its id appended there, to be verified again (cli_run.prepare)."""
     passed: list[str] = []
     failed: list[str] = []
     cpus = server_cpus if server_cpus is not None else supervisor.default_cpu_split()[0]
     with database_for(manifests, cpus, db_url) as db:
         for line in filter(None, (db.problem, db.target and db.target.counts_problem)):
             err_console.print(f"db checks: {line}", markup=False, highlight=False, soft_wrap=True)
-        for v in verify_servers(manifests, store, server_cpus=cpus, allow_unavailable=allow_unavailable, db=db):
+        for v in verify_servers(manifests if stream is None else stream, store, server_cpus=cpus,
+                                allow_unavailable=allow_unavailable, db=db):
+            if held is not None and not v.skipped and any(not r.passed and not r.skipped for r in v.checks):
+                held.append(v.server)
+                continue
             show_verdict(v, compact=compact)
             if not v.skipped:
                 (passed if v.passed else failed).append(v.server)

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +106,7 @@ def default_jobs() -> int:
 
 _RUNNING: dict[int, subprocess.Popen[bytes]] = {}
 _RUNNING_LOCK = threading.Lock()
+_STOPPED = threading.Event()  # set by stop_builds: a queued build does not start
 # Builds that share a tool's writable cache run one at a time: Maven's local repository (~/.m2) is
 # written by a first build's downloads, and cargo rows share build/cargo-target (cargo would wait
 # on its own lock anyway). Other builds write only into their own folder.
@@ -132,13 +133,15 @@ def _interleaved(todo: list[tuple[Manifest, str | None]]) -> list[tuple[Manifest
     return out
 
 
-def _build_one(m: Manifest, log_path: Path) -> tuple[bool, str | None]:
-    """Run the build command in a process group of its own; (ok, error line)."""
+def _build_one(m: Manifest, log_path: Path, nice: int = 0) -> tuple[bool, str | None]:
+    """Run the build command in a process group of its own, `nice` added to its priority; (ok, error line)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         log.write(f"$ cd {m.dir} && {m.build}\n".encode())
         log.flush()
-        proc = subprocess.Popen(["/bin/sh", "-c", m.build], cwd=m.dir, env=server_env(m), stdin=subprocess.DEVNULL,
+        # coreutils' nice rather than a preexec_fn, which is unsafe in the threads builds run on
+        prefix = ["nice", "-n", str(nice)] if nice else []
+        proc = subprocess.Popen([*prefix, "/bin/sh", "-c", m.build], cwd=m.dir, env=server_env(m), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         with _RUNNING_LOCK:
             _RUNNING[proc.pid] = proc
@@ -164,20 +167,24 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def stop_builds() -> None:
-    """Kill every build still running (Ctrl-C, SIGTERM): builds run in process groups of their own,
-    which a terminal's Ctrl-C does not reach."""
+    """Kill every build still running and start no queued one (Ctrl-C, SIGTERM, or verify failing
+    beside the builds): builds run in process groups of their own, which a terminal's Ctrl-C does
+    not reach."""
+    _STOPPED.set()
     with _RUNNING_LOCK:
         running = list(_RUNNING.values())
     for proc in running:
         _kill_group(proc)
 
 
-def _build_and_stamp(m: Manifest, version: str | None) -> BuildResult:
+def _build_and_stamp(m: Manifest, version: str | None, nice: int = 0) -> BuildResult:
     tool = _tool(m)
     with _TOOL_LOCKS[tool] if tool else contextlib.nullcontext():
         t0 = time.monotonic()
         log_path = paths.LOGS / f"build-{m.id}.log"
-        ok, err = _build_one(m, log_path)
+        if _STOPPED.is_set():
+            return BuildResult(m.id, "failed", 0.0, None, f"build of '{m.id}' not started: the builds were stopped")
+        ok, err = _build_one(m, log_path, nice)
         secs = time.monotonic() - t0
     if not ok:
         _stamp(m).unlink(missing_ok=True)
@@ -200,10 +207,15 @@ def _show(r: BuildResult, console: Console) -> None:
 
 
 def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
-          console: Console | None = None, jobs: int | None = None) -> list[BuildResult]:
+          console: Console | None = None, jobs: int | None = None, nice: int = 0,
+          on_result: Callable[[BuildResult], None] | None = None) -> list[BuildResult]:
     """Build the servers, `jobs` at a time (default_jobs()), each cached by its stamp; failures are
-    recorded and skipped past. Results in the order of `ms`."""
+    recorded and skipped past. Results in the order of `ms`; `on_result` is called with each one as
+    it is known (cached ones first, built ones as they end), for work that follows a row's build.
+    `nice`: added to the build commands' priority (work beside them goes first)."""
     console = console or Console(stderr=True)
+    _STOPPED.clear()
+    report = on_result or (lambda r: None)
     done: dict[str, BuildResult] = {}
     todo: list[tuple[Manifest, str | None]] = []
     for m in ms:
@@ -211,18 +223,22 @@ def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
         if not avail.available:
             hint = f"; fix: {avail.install_hint}" if avail.install_hint else ""
             done[m.id] = BuildResult(m.id, "unavailable", 0.0, None, f"{avail.reason}{hint}")
+            report(done[m.id])
             if progress:
                 console.print(f"[yellow]–[/] {m.id}: unavailable ({avail.reason})")
         elif not force and is_built(m):
             done[m.id] = BuildResult(m.id, "cached", 0.0, None, None)
+            report(done[m.id])
             if progress:
                 console.print(f"[dim]·[/] {m.id}: up to date")
         else:
             todo.append((m, avail.version))
     if todo:
         t0 = time.monotonic()
-        for r in _build_all(todo, jobs or default_jobs(), console if progress else None):
+        for r in _build_all(todo, jobs or default_jobs(), console if progress else None, nice,
+                            spinner=on_result is None):
             done[r.id] = r
+            report(r)
         if progress and len(todo) > 1:
             total = sum(done[m.id].seconds for m, _ in todo)
             console.print(f"[dim]{len(todo)} builds in {time.monotonic() - t0:.0f} s of wall time "
@@ -230,15 +246,17 @@ def build(ms: list[Manifest], *, force: bool = False, progress: bool = True,
     return [done[m.id] for m in ms]
 
 
-def _build_all(todo: list[tuple[Manifest, str | None]], jobs: int, console: Console | None) -> Iterator[BuildResult]:
-    """Build `todo` on `jobs` threads, yielding each result as it ends; Ctrl-C kills the builds."""
+def _build_all(todo: list[tuple[Manifest, str | None]], jobs: int, console: Console | None, nice: int = 0,
+               spinner: bool = True) -> Iterator[BuildResult]:
+    """Build `todo` on `jobs` threads, yielding each result as it ends; Ctrl-C kills the builds.
+    No spinner when other output runs beside the builds (it would redraw over it)."""
     names = [m.id for m, _ in todo]
     status = (console.status(f"building {len(names)} servers, {jobs} at a time … logs in {paths.LOGS}")
-              if console else contextlib.nullcontext())
+              if console and spinner else contextlib.nullcontext())
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="build")
     try:
         with status:
-            futures = [pool.submit(_build_and_stamp, m, version) for m, version in _interleaved(todo)]
+            futures = [pool.submit(_build_and_stamp, m, version, nice) for m, version in _interleaved(todo)]
             for fut in as_completed(futures):
                 r = fut.result()
                 if console:

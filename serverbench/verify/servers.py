@@ -5,7 +5,7 @@ Yields one ServerVerdict per server; printing is the caller's (the CLI's) job.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +38,7 @@ class ServerVerdict:
                           for r in self.checks], self.passed)
 
 
-def verify_servers(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
+def verify_servers(manifests: Iterable[Any], store: Any, *, server_cpus: list[int] | None,
                    allow_unavailable: bool, db: DbSetup | None = None) -> Iterator[ServerVerdict]:
     """Verify each server in turn and record its verdict in `store` (not for unverifiable ones).
     `db` (dbsetup.database_for): the database a db row is started with ($DATABASE_URL, rowenv.py)
@@ -80,7 +80,7 @@ def _tls_start(m: Any, folder: _LazyFolder, cpus: list[int], workers: int,
     return TlsStart(material, start)
 
 
-def _each(manifests: list[Any], store: Any, server_cpus: list[int], allow_unavailable: bool, db: DbSetup,
+def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_unavailable: bool, db: DbSetup,
           tls_folder: _LazyFolder) -> Iterator[ServerVerdict]:
     for m in manifests:
         a = doctor.check(m, "run")
