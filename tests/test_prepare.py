@@ -2,7 +2,6 @@
 failed check verified again after the builds; an error in verify stops the builds it overlapped."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -66,9 +65,7 @@ def test_an_error_in_verify_stops_the_builds(rows: dict[str, Any], servers_root:
     ms = load_catalog(servers_root).servers
     log: list[tuple[str, bool, bool]] = []
     monkeypatch.setattr(cli_verify, "verify_servers", fake_verify(log, failing=set(), raise_at="quick"))
-    t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="verify broke"):
         cli_run.prepare([ms["quick"], ms["slower"], ms["slow"]], store=None)
-    # the 30 s build was killed and the queued one never started: nothing left running
-    assert time.monotonic() - t0 < 10
+    # the 30 s build was killed, not waited for (a finished build is stamped), and nothing is left running
     assert build._RUNNING == {} and not build.is_built(ms["slower"])
