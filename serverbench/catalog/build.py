@@ -145,6 +145,14 @@ def _build_one(m: Manifest, log_path: Path, nice: int = 0) -> tuple[bool, str | 
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         with _RUNNING_LOCK:
             _RUNNING[proc.pid] = proc
+            # stop_builds sets the flag before it lists _RUNNING: a build registered after that
+            # listing sees the flag here, so none escapes a stop
+            stopped = _STOPPED.is_set()
+        if stopped:
+            _kill_group(proc)
+            with _RUNNING_LOCK:
+                _RUNNING.pop(proc.pid, None)
+            return False, f"build of '{m.id}' stopped: the builds were stopped"
         try:
             rc = proc.wait(timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
