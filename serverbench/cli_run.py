@@ -319,10 +319,13 @@ def _built_as_they_end(avail: list[Any]) -> Iterator[Any]:
     from .catalog import build
     ends: queue.Queue[Any] = queue.Queue()
     by_id = {m.id: m for m in avail}
+    broke: list[BaseException] = []  # what build() raised on its thread, raised again here
 
     def builds() -> None:
         try:
             build.build(avail, console=err, nice=BUILD_NICE, on_result=ends.put)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer's thread below
+            broke.append(e)
         finally:
             ends.put(None)
 
@@ -334,6 +337,8 @@ def _built_as_they_end(avail: list[Any]) -> Iterator[Any]:
                 yield by_id[r.id]
             else:
                 console.print(f"[yellow]skip {r.id}: build failed (see `serverbench build {r.id}`)[/]")
+        if broke:
+            raise broke[0]
     finally:
         if worker.is_alive():
             build.stop_builds()

@@ -76,3 +76,18 @@ def test_an_error_in_verify_stops_the_builds(rows: dict[str, Any], servers_root:
     # the 30 s build was killed or never started, not waited for (a finished build is stamped), the
     # queued one likewise, and nothing is left running
     assert build._RUNNING == {} and not build.is_built(ms["slower"]) and not build.is_built(ms["slow"])
+
+
+def test_an_error_in_the_builds_reaches_the_caller(rows: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    real = build.build
+
+    def broken(ms: list[Any], **kw: Any) -> list[Any]:
+        real(ms[:1], progress=False, on_result=kw["on_result"])  # the first row builds, then it breaks
+        raise OSError("disk full")
+    log: list[tuple[str, bool, bool]] = []
+    monkeypatch.setattr(build, "build", broken)
+    monkeypatch.setattr(cli_verify, "verify_servers", fake_verify(log, set(), rows))
+    # raised in prepare's thread, not only printed on the builds' own: the rows built so far verified first
+    with pytest.raises(OSError, match="disk full"):
+        cli_run.prepare([rows["quick"], rows["dev"]], store=None)
+    assert [row for row, _, _ in log] == ["quick"]
