@@ -13,8 +13,6 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
                       model_serializer, model_validator)
 
-from .dbfigures import DatabaseFigures
-from .fairness import Fairness
 
 LOADGEN_SCHEMA = "loadgen/1"
 REBUILD = "rebuild loadgen (`make loadgen`)"
@@ -394,6 +392,61 @@ class Capacity(FigureGroup):
     steps: list[CapacityStep] | None = None
 
 
+# -- the cell's records of its own: a closed load's per-connection figures, the database behind it --
+UNFAIR_SHARE = 0.05  # slots left waiting beyond the timeout, as a share of all slots (rules/fairness.py)
+
+class Fairness(BaseModel):
+    """loadgen's `fairness` object for one process (or shards merged)."""
+
+    model_config = ConfigDict(extra="allow")
+    slots: int
+    served: int
+    completed_sum: int
+    completed_sum_sq: float
+    jain: float | None = None
+    longest_wait_us: float
+    waited_over_timeout: int
+    served_per_s: list[int] = []
+
+    @property
+    def waiting_share(self) -> float:
+        """The share of slots that waited longer than the request timeout."""
+        return self.waited_over_timeout / self.slots if self.slots else 0.0
+
+    @property
+    def unfair(self) -> bool:
+        return self.waiting_share > UNFAIR_SHARE
+
+    @property
+    def min_served_share(self) -> float | None:
+        """The lowest share of slots that completed a request within one second of the window."""
+        if not self.served_per_s or not self.slots:
+            return None
+        return min(self.served_per_s) / self.slots
+
+
+class DatabaseFigures(BaseModel):
+    """The database's share of a cell: None everywhere for a workload without one."""
+
+    model_config = ConfigDict(extra="forbid")
+    db_cpu_user_s: float | None = Field(None, description="PostgreSQL's processes (postmaster and backends), "
+                                                          "user CPU over the measured run")
+    db_cpu_sys_s: float | None = Field(None, description="the same, system CPU")
+    db_cpu_percent: float | None = Field(None, description="their mean CPU, 100 = one core")
+    db_cpu_us_per_req: float | None = Field(None, description="their CPU per successful request, µs; never "
+                                                              "part of the server's CPU per request")
+    db_pool: int | None = Field(None, description="$DB_POOL the row was given (connections per process)")
+    db_connections_peak: int | None = Field(None, description="the most connections the row held open to the "
+                                                              "database at the once-a-second looks")
+    db_active_peak: int | None = Field(None, description="the most of them running a query at one look")
+    db_cpus: list[int] | None = Field(None, description="the CPUs PostgreSQL was pinned to (None: an "
+                                                        "existing database, --db-url)")
+    db_shares_client_cpus: bool | None = Field(None, description="PostgreSQL ran on the load generator's CPUs; "
+                                                                 "its CPU counts in the client's headroom")
+    calibrated_on: str | None = Field(None, description='rate_basis = "run": the row whose closed-loop '
+                                                        "capacity set the rate every row was offered")
+
+
 class CellMetrics(Flat):
     """Every figure stored with a cell, grouped by what it describes (None = not applicable). Stored
     flat (`metrics_json`, `Flat`): old runs hold those keys and exports show them."""
@@ -414,7 +467,7 @@ class CellMetrics(Flat):
     noisy: NoiseFigures = Field(default_factory=NoiseFigures)
     fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
                                       "throughput point whose client-bound block or top tie this cell helps order")
-    # closed load and sessions: requests completed per connection slot (fairness.py)
+    # closed load and sessions: requests completed per connection slot (rules/fairness.py)
     fairness: Fairness | None = Field(None, description="loadgen's per-slot figures: slots, served, Jain's index, "
                                       "longest wait, slots that waited beyond the timeout, slots served per second")
     timing: Timing = Field(default_factory=Timing)
@@ -493,69 +546,6 @@ class RunOptions(BaseModel):
         return cls.model_validate(d or {})
 
 
-# -- what a contestant costs to build, ship and run idle (`serverbench profile`) ----------------
-class RssLevel(BaseModel):
-    """The server's process-tree RSS with `held` idle keep-alive connections open."""
-
-    model_config = ConfigDict(extra="ignore")
-    requested: int = Field(description="idle connections the profiler tried to open")
-    held: int = Field(description="of those, answered GET / with 200 and still open when RSS was read")
-    rss_bytes: int = Field(description="RSS summed over the server's process tree (mean of 1 s of samples)")
-
-
-class ServerProfile(BaseModel):
-    """One `serverbench profile` of a contestant; None = not measured (see `errors`)."""
-
-    model_config = ConfigDict(extra="ignore")
-    server: str
-    measured_at: str
-    folder_hash: str | None = Field(None, description="build.folder_hash of the code profiled")
-    # source (pygount: code lines only; blanks, comments, lock and generated files excluded)
-    source_lines: int | None = Field(None, description="code lines of the row and the _shared code it declares")
-    own_source_lines: int | None = None
-    shared_source_lines: int | None = None
-    source_files: int | None = None
-    source_lines_by_language: dict[str, int] = Field(default_factory=dict)
-    dependencies: int | None = Field(None, description="direct third-party dependencies in its manifest")
-    dependency_names: list[str] = Field(default_factory=list)
-    dependency_manifest: str | None = Field(None, description="the file they come from; None = no manifest")
-    system_packages: list[str] = Field(default_factory=list, description="[install].apt: Debian packages it needs")
-    # build (wall seconds)
-    build_cold_s: float | None = Field(None, description="build with empty caches (after the download step "
-                                                         "when the tool has one)")
-    build_download_s: float | None = Field(None, description="dependency download timed before the cold build "
-                                                             "(cargo fetch, go mod download, mvn dependency:go-offline)")
-    build_cold_includes_download: bool | None = Field(None, description="True: downloads happened inside the cold build")
-    build_cold_at: str | None = Field(None, description="when the cold figure was measured (an earlier profile of "
-                                                        "the same code when this one skipped it)")
-    build_warm_s: float | None = Field(None, description="the build command again, everything built (no-op)")
-    # what must be shipped to run it
-    artifact_bytes: int | None = None
-    artifact_kind: str | None = Field(None, description="native binary | JVM classes + jars | bytecode | "
-                                                        "source + installed packages")
-    artifact_paths: list[str] = Field(default_factory=list, description="relative to the server folder")
-    runtime_needed: str | None = Field(None, description="what must be installed to run the artifact")
-    # start-up and idle memory
-    startup_ms: float | None = Field(None, description="median of process start → first 200 on GET /")
-    startup_runs_ms: list[float] = Field(default_factory=list)
-    idle_rss_bytes: int | None = Field(None, description="process-tree RSS 2 s after ready, no connection open")
-    rss_levels: list[RssLevel] = Field(default_factory=list)
-    rss_per_connection_bytes: float | None = Field(None, description="slope of RSS between the two connection levels")
-    rss_slope_points: list[int] = Field(default_factory=list, description="the connection counts the slope is "
-                                                                         "between (0 = idle)")
-    bound: int | None = Field(None, description="max_connections for the workers it ran with (None = unbounded)")
-    workers: int | None = None
-    errors: list[str] = Field(default_factory=list, description="steps that could not be measured, one line each")
-
-    @property
-    def rss_per_1000_connections_bytes(self) -> float | None:
-        r = self.rss_per_connection_bytes
-        return None if r is None else 1000 * r
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-
 CellStatus = Literal["ok", "failed", "skipped"]
 CellKey = tuple[str, str, str, int]
 
@@ -594,7 +584,7 @@ class CellRecord:
         return self.status == "ok"
 
 
-__all__ = ["FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
-           "RssLevel", "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
+__all__ = ["UNFAIR_SHARE", "Fairness", "DatabaseFigures", "FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
+           "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
            "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat",
-           "FigureGroup", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT", "ServerProfile"]
+           "FigureGroup", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT"]

@@ -12,7 +12,7 @@ Tables (docs/DESIGN.md):
       replaces the row.
   verdicts(id, server, checked_at, passed, checks_json, folder_hash)  (history; latest wins)
   profiles(id, server, measured_at, folder_hash, profile_json)  (history; latest wins)
-      profile_json holds a `model.ServerProfile` (`serverbench profile`; version 5)
+      profile_json holds a `ServerProfile` (defined here) (`serverbench profile`; version 5)
   schema_version(version)
 
 `metrics_json` holds a `model.CellMetrics` (every figure, with its unit, is documented there);
@@ -30,7 +30,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .model import CellKey, CellMetrics, CellRecord, LoadgenFormatError, LoadgenReport, ServerProfile
+from pydantic import BaseModel, ConfigDict, Field
+
+from .model import CellKey, CellMetrics, CellRecord, LoadgenFormatError, LoadgenReport
 
 class StoreError(Exception):
     """The results database cannot be used (one-line message naming the file and the fix)."""
@@ -96,6 +98,69 @@ class Verdict:
     checked_at: str
     checks: list[dict]
     folder_hash: str | None
+
+
+# -- what a contestant costs to build, ship and run idle (`serverbench profile`) ----------------
+class RssLevel(BaseModel):
+    """The server's process-tree RSS with `held` idle keep-alive connections open."""
+
+    model_config = ConfigDict(extra="ignore")
+    requested: int = Field(description="idle connections the profiler tried to open")
+    held: int = Field(description="of those, answered GET / with 200 and still open when RSS was read")
+    rss_bytes: int = Field(description="RSS summed over the server's process tree (mean of 1 s of samples)")
+
+
+class ServerProfile(BaseModel):
+    """One `serverbench profile` of a contestant; None = not measured (see `errors`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    server: str
+    measured_at: str
+    folder_hash: str | None = Field(None, description="build.folder_hash of the code profiled")
+    # source (pygount: code lines only; blanks, comments, lock and generated files excluded)
+    source_lines: int | None = Field(None, description="code lines of the row and the _shared code it declares")
+    own_source_lines: int | None = None
+    shared_source_lines: int | None = None
+    source_files: int | None = None
+    source_lines_by_language: dict[str, int] = Field(default_factory=dict)
+    dependencies: int | None = Field(None, description="direct third-party dependencies in its manifest")
+    dependency_names: list[str] = Field(default_factory=list)
+    dependency_manifest: str | None = Field(None, description="the file they come from; None = no manifest")
+    system_packages: list[str] = Field(default_factory=list, description="[install].apt: Debian packages it needs")
+    # build (wall seconds)
+    build_cold_s: float | None = Field(None, description="build with empty caches (after the download step "
+                                                         "when the tool has one)")
+    build_download_s: float | None = Field(None, description="dependency download timed before the cold build "
+                                                             "(cargo fetch, go mod download, mvn dependency:go-offline)")
+    build_cold_includes_download: bool | None = Field(None, description="True: downloads happened inside the cold build")
+    build_cold_at: str | None = Field(None, description="when the cold figure was measured (an earlier profile of "
+                                                        "the same code when this one skipped it)")
+    build_warm_s: float | None = Field(None, description="the build command again, everything built (no-op)")
+    # what must be shipped to run it
+    artifact_bytes: int | None = None
+    artifact_kind: str | None = Field(None, description="native binary | JVM classes + jars | bytecode | "
+                                                        "source + installed packages")
+    artifact_paths: list[str] = Field(default_factory=list, description="relative to the server folder")
+    runtime_needed: str | None = Field(None, description="what must be installed to run the artifact")
+    # start-up and idle memory
+    startup_ms: float | None = Field(None, description="median of process start → first 200 on GET /")
+    startup_runs_ms: list[float] = Field(default_factory=list)
+    idle_rss_bytes: int | None = Field(None, description="process-tree RSS 2 s after ready, no connection open")
+    rss_levels: list[RssLevel] = Field(default_factory=list)
+    rss_per_connection_bytes: float | None = Field(None, description="slope of RSS between the two connection levels")
+    rss_slope_points: list[int] = Field(default_factory=list, description="the connection counts the slope is "
+                                                                         "between (0 = idle)")
+    bound: int | None = Field(None, description="max_connections for the workers it ran with (None = unbounded)")
+    workers: int | None = None
+    errors: list[str] = Field(default_factory=list, description="steps that could not be measured, one line each")
+
+    @property
+    def rss_per_1000_connections_bytes(self) -> float | None:
+        r = self.rss_per_connection_bytes
+        return None if r is None else 1000 * r
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
@@ -388,6 +453,6 @@ class Store:
         return out
 
 
-__all__ = ["Store", "StoreError", "CellRecord", "RunRow", "Verdict", "SCHEMA_VERSION", "MIGRATIONS",
+__all__ = ["Store", "StoreError", "CellRecord", "RunRow", "Verdict", "RssLevel", "ServerProfile", "SCHEMA_VERSION", "MIGRATIONS",
            "now_iso"]
 

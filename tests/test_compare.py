@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from serverbench.cli_report import register
+from serverbench.cli.report import register
 from serverbench.results.compare import IMPROVEMENT, REGRESSION, UNJUDGED, WITHIN_NOISE, compare, judge
 from serverbench.results.stats import summarize
 from serverbench.store import CellRecord, Store

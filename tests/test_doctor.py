@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from rich.console import Console
 
-from serverbench import cli, paths
+from serverbench import paths
+from serverbench.cli import lifecycle as cli
 from serverbench.catalog import doctor
 from serverbench.catalog.manifests import load_catalog
 from serverbench.cli import app

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from serverbench import fairness
+from serverbench.rules import fairness
 from serverbench.exporters import to_csv, to_markdown
 from serverbench.model import CellRecord
 from serverbench.results import aggregate

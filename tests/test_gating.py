@@ -1,4 +1,4 @@
-"""Check kinds (serverbench/verify/kinds.py): what a failed check costs a row, end to end.
+"""Check kinds (serverbench/rules/admission.py): what a failed check costs a row, end to end.
 
 The rows are the reference server (tests/fixtures/refserver.py) with one defect each, verified by
 the real suite, then run with a fake loadgen (tests/fixtures/run/) and reported."""
@@ -19,7 +19,8 @@ from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.exporters import to_html, to_markdown  # noqa: E402
 from serverbench.run.runner import RunOptions, run_matrix  # noqa: E402
 from serverbench.store import Store  # noqa: E402
-from serverbench.verify import CHECKS, kinds, verify_servers  # noqa: E402
+from serverbench.verify import CHECKS, verify_servers
+from serverbench.rules import admission as kinds  # noqa: E402
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"
 # row -> the refserver defect it carries, and the one check that defect fails
@@ -233,7 +234,7 @@ def test_crosscheck_skips_only_the_tool_that_needs_a_failed_feature(
 def test_the_verify_summary_line_names_each_refused_rows_checks(verified: dict,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # CI logs keep the tail: the last line must say which check kept a row out, not only which row.
-    from serverbench import cli_verify
+    from serverbench.verify import show as cli_verify
     vs = verified["verdicts"]
     monkeypatch.setattr(cli_verify, "verify_servers", lambda *a, **k: iter(vs.values()))
     why: dict[str, str] = {}

@@ -126,7 +126,7 @@ def test_crosscheck_measures_without_the_runner() -> None:
 
 
 def test_the_rules_of_measuring_are_written_once() -> None:
-    names = {"SATURATION": "serverbench.saturation", "SAMPLE_INTERVAL": "serverbench.run.measure"}
+    names = {"SATURATION": "serverbench.rules.saturation", "SAMPLE_INTERVAL": "serverbench.run.measure"}
     defined, stray = [], []
     for mod, tree in _trees().items():
         for n in ast.walk(tree):
@@ -134,7 +134,7 @@ def test_the_rules_of_measuring_are_written_once() -> None:
                                                  for t in n.targets):
                 defined.append(mod)
             if isinstance(n, (ast.Name, ast.alias)) and (getattr(n, "id", None) or getattr(n, "name", None)) in (
-                    "_Gate", "SATURATION") and mod not in ("serverbench.saturation",):
+                    "_Gate", "SATURATION") and mod not in ("serverbench.rules.saturation",):
                 stray.append(mod)
     assert defined == [], f"defined outside the measuring core: {defined}"
     assert stray == [], f"use measure.Gate and saturation.saturated(): {stray}"

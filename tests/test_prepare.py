@@ -1,4 +1,4 @@
-"""cli_run.prepare: each row verified as its build ends, the others still building; a row with a
+"""verify/prepare.py: each row verified as its build ends, the others still building; a row with a
 failed check verified again after the builds; an error in verify stops the builds it overlapped."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Iterable, Iterator
 
 import pytest
 
-from serverbench import cli_run, cli_verify
+from serverbench.verify import prepare as cli_run, show as cli_verify
 from serverbench.catalog import build, doctor, install
 from serverbench.catalog.manifests import load_catalog
 from serverbench.verify import CheckResult, ServerVerdict

@@ -15,11 +15,11 @@ from serverbench.cost import idle_cost
 from serverbench.cost.artifact import measure_artifact
 from serverbench.cost.build_cost import cold_build
 from serverbench.catalog.manifests import load_catalog
-from serverbench.cli_profile import JSON_KEYS
+from serverbench.cli.views import JSON_KEYS
 from serverbench.cost.code_lines import count_lines
 from serverbench.cost.dependencies import cargo, direct_dependencies, gomod, package_json, pom, requirements
 from serverbench.cost.idle_cost import connection_levels, measure_memory, measure_startup, per_connection, slope
-from serverbench.model import RssLevel, ServerProfile
+from serverbench.store import RssLevel, ServerProfile
 from serverbench.cost.profiler import ProfileOptions, _carry_cold, profile_server
 from serverbench.store import Store
 

@@ -15,7 +15,7 @@ import typer
 from hdrh.histogram import HdrHistogram
 from typer.testing import CliRunner
 
-from serverbench.cli_report import register
+from serverbench.cli.report import register
 from serverbench.results.aggregate import merge_histograms
 from serverbench.exporters.to_csv import COLUMNS as CSV_COLUMNS
 from serverbench.exporters.to_markdown import COLUMNS as MD_COLUMNS

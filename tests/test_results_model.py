@@ -17,9 +17,9 @@ from serverbench.results import aggregate
 from serverbench.cli import app
 from serverbench.results.compare import compare
 from serverbench.exporters import to_csv, to_json, to_markdown
-from serverbench.formatting import fmt_us
+from serverbench.results.formatting import fmt_us
 from serverbench.model import CellRecord, LoadgenFormatError, LoadgenReport
-from serverbench.run_view import summary_table
+from serverbench.cli.views import summary_table
 from serverbench.store import Store
 
 # Three repetitions whose latency distributions differ: the merged p99 is none of the

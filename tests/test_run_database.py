@@ -143,7 +143,7 @@ def test_a_db_url_without_the_schema_is_one_line_before_anything_runs(tmp_path: 
 
 
 def test_a_db_row_whose_db_checks_were_skipped_at_verify_is_kept_out() -> None:
-    from serverbench.verify.kinds import feature_unchecked
+    from serverbench.rules.admission import feature_unchecked
     ran = [{"name": n, "passed": True} for n in ("db", "queries", "fortunes", "db-counts", "updates")]
     assert feature_unchecked(NS(checks=ran), "db") is None
     skipped = [*ran[:3], {"name": "db-counts", "passed": False, "skipped": True,

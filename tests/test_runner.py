@@ -315,7 +315,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_stops_the_server(env, monkeypatch:
 def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.MonkeyPatch) -> None:
     from serverbench.catalog import build
     from serverbench import verify as vf
-    from serverbench.cli_verify import verify_and_show
+    from serverbench.verify.show import verify_and_show
     from serverbench.verify import servers as vservers
     seen = {}
 

@@ -1,6 +1,6 @@
 """What re-measuring the published studies needs (serverbench/seeds/plan.py), which stored run
 meets or resumes a need, which runs the section reads (seeds/runs.py), and `seeds --measure`
-skipping, resuming and starting runs (cli_report.measure) with the runner replaced by a stand-in
+skipping, resuming and starting runs (cli/seeds.measure) with the runner replaced by a stand-in
 that stores runs as the runner does."""
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 import pytest
 import typer
 
-from serverbench import cli_report
+from serverbench.cli import seeds as cli_report
 from serverbench.model import RunOptions
 from serverbench.run.lifecycle import MatrixResult
 from serverbench.seeds import plan, runs
@@ -108,13 +108,13 @@ def test_a_run_being_measured_now_for_the_same_need_is_in_flight() -> None:
 
 
 def test_measure_refuses_to_start_a_need_another_process_is_measuring(tmp_path: Path, monkeypatch) -> None:
-    import serverbench.cli_run as cli_run
+    import serverbench.cli.steps as cli_run
     store = Store(tmp_path / "r.db")
     need = plan.Need("prantl-wrk", ("c-epoll",))
     store.new_run({}, RunOptions.from_dict(need.options()).to_dict())  # 'running', owned by this live process
-    monkeypatch.setattr(cli_run, "prepare", lambda ms, st: ms)
+    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st: ms)
     runner = _Runner(interrupt=set())
-    monkeypatch.setattr(cli_run, "_measure", runner)
+    monkeypatch.setattr(cli_run, "measure", runner)
     with pytest.raises(typer.Exit) as e:
         cli_report.measure(store, [need])
     assert e.value.exit_code == 1 and runner.calls == []
@@ -147,7 +147,7 @@ def test_a_run_without_figures_for_the_workload_is_passed_over(monkeypatch) -> N
 
 
 class _Runner:
-    """Stands in for cli_run._measure: stores a run with the options it is given (as run_matrix
+    """Stands in for cli/steps.measure: stores a run with the options it is given (as run_matrix
     does), finishing it or ending it 'interrupted' on the calls listed in `interrupt`."""
 
     def __init__(self, interrupt: set[int]) -> None:
@@ -165,13 +165,13 @@ class _Runner:
 
 def test_measure_skips_met_needs_resumes_an_interrupted_one_and_leaves_out_unverified_rows(
         tmp_path: Path, monkeypatch) -> None:
-    import serverbench.cli_run as cli_run
+    import serverbench.cli.steps as cli_run
     store = Store(tmp_path / "r.db")
     needs = [plan.Need("prantl-wrk", ("c-epoll", "nim")), plan.Need("stressgrid-overload", ("go-tcp",), 3, "1G")]
     # nim failed verify: only c-epoll is measured, and the stored run names c-epoll only
-    monkeypatch.setattr(cli_run, "prepare", lambda ms, st: [m for m in ms if m.id != "nim"])
+    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st: [m for m in ms if m.id != "nim"])
     runner = _Runner(interrupt={1})
-    monkeypatch.setattr(cli_run, "_measure", runner)
+    monkeypatch.setattr(cli_run, "measure", runner)
     with pytest.raises(typer.Exit) as e:
         cli_report.measure(store, needs)
     assert e.value.exit_code == 130

@@ -167,7 +167,7 @@ def test_close_spellings_each_named_and_other_checks_unaffected(server: Callable
 
 
 def test_new_checks_are_deviations_not_gates() -> None:
-    from serverbench.verify.kinds import admission
+    from serverbench.rules.admission import admission
     a = admission([{"name": "connection-close-case", "passed": False, "detail": "x"},
                    {"name": "http10-no-host", "passed": False, "detail": "y"}])
     assert a.admitted and not a.features and [f.check for f in a.deviations] == ["connection-close-case",

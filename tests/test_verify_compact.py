@@ -7,7 +7,7 @@ def test_compact_verdict_is_one_line_plus_the_checks_that_did_not_pass() -> None
     import io
     from rich.console import Console
     from serverbench import verify as vf
-    from serverbench.cli_verify import show_verdict
+    from serverbench.verify.show import show_verdict
     from serverbench.verify.servers import ServerVerdict
     checks = [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404 [not found]")]
     buf = io.StringIO()
@@ -22,7 +22,7 @@ def test_compact_verdict_is_one_line_plus_the_checks_that_did_not_pass() -> None
 
 def test_the_summary_names_a_row_that_could_not_be_checked_by_its_problem(monkeypatch) -> None:
     """verify's last line: a row with no checks (not built) is named by its problem, never by "?"."""
-    from serverbench import cli_verify
+    from serverbench.verify import show as cli_verify
     from serverbench.verify.servers import ServerVerdict
     from serverbench.verify.base import CheckResult
 

@@ -21,7 +21,8 @@ import pytest
 
 from serverbench.catalog import doctor
 from serverbench.catalog import manifests as catalog
-from serverbench.verify import CHECKS, CheckResult, kinds, verify, verify_servers
+from serverbench.verify import CHECKS, CheckResult, verify, verify_servers
+from serverbench.rules import admission as kinds
 from serverbench.verify import dbchecks, dbcount, dbsetup
 from serverbench.verify.dbcount import Counts, DbTarget, Statement
 from serverbench.verify.suite import DB_CHECKS

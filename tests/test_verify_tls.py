@@ -21,7 +21,7 @@ from serverbench.catalog import manifests as catalog
 from serverbench.tls.certs import make_material
 from serverbench.verify import verify, verify_servers
 from serverbench.verify.base import CheckFailed, Ctx
-from serverbench.verify.kinds import admission, gated_workloads
+from serverbench.rules.admission import admission, gated_workloads
 from serverbench.verify.tlscheck import TlsStart, _client, _refused
 
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"

@@ -247,7 +247,7 @@ class Size(BaseModel):
 DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
-# protecting a feature (verify/kinds.py) is left out of the workloads that declare it.
+# protecting a feature (rules/admission.py) is left out of the workloads that declare it.
 Feature = Literal["pipelining", "new-connection-per-request", "db", "tls"]
 # SPEC.md, "Database endpoints": a load on these paths needs a db row and the database.
 DB_PATHS = ("/db", "/queries", "/fortunes", "/updates")

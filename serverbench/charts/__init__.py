@@ -4,6 +4,6 @@ figures.py      throughput, latency, CPU, errors, capacity charts and the shared
 timecharts.py   behaviour over time: one small-multiple row per server
 cost_charts.py  the cost-of-ownership section's charts
 
-May import: formatting, results, cost, overtime. Hands out figures to exporters, which place
+May import: results (and its formatting), cost, overtime. Hands out figures to exporters, which place
 them on the page beside a table of the exact figures.
 """

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..results.aggregate import Group, PointData, WorkloadData
-from ..formatting import fmt_num, fmt_us
+from ..results.formatting import fmt_num, fmt_us
 
 # One colour per concurrency model (SPEC.md's list), so a model looks the same in every chart.
 MODEL_COLORS = {

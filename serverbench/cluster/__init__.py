@@ -6,6 +6,6 @@ remote_server.py  `--server-on-cluster`: a Dask actor builds, verifies, starts a
                   server on its machine, under a lease
 (the exact merge of the shards' reports is rules/shards.py)
 
-May import: paths, model, fairness, saturation, catalog, rules, processes, verify. Dask is imported only when a cluster is used.
+May import: paths, model, catalog, rules, processes, verify. Dask is imported only when a cluster is used.
 Hands out `LoadCluster`, `run_remote` to run.
 """

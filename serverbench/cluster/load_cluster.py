@@ -18,7 +18,7 @@ from typing import Any
 
 from ..rules import shards
 from ..processes.loadgen import LoadgenError, LoadgenResult, client_cores, deadline_for, run_loadgen
-from ..saturation import saturated
+from ..rules.saturation import saturated
 from ..model import LoadgenReport
 from ..catalog.workloads import Point
 

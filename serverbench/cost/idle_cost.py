@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..processes import supervisor
 from ..catalog.manifests import Manifest
 from .idle_clients import IdleClients
-from ..model import RssLevel
+from ..store import RssLevel
 from ..processes.sampler import Sampler
 
 READY_POLL_S = 0.002

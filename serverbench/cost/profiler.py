@@ -23,7 +23,7 @@ from ..catalog.manifests import Manifest
 from .code_lines import count_lines
 from .dependencies import ManifestError, direct_dependencies
 from .idle_cost import LEVELS, connection_levels, measure_memory, measure_startup
-from ..model import ServerProfile
+from ..store import ServerProfile
 from ..store import Store, now_iso
 
 DEFAULT_STARTS = 5

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..results.aggregate import Group, RunResults
 from ..catalog.manifests import MODELS
-from ..model import ServerProfile
+from ..store import ServerProfile
 
 # The throughput the trade-off charts plot: the run's prantl-wrk requests/s (successful, median).
 THROUGHPUT_WORKLOAD = "prantl-wrk"

@@ -6,5 +6,5 @@ command line or script) → parsers (a tool's own output → figures) → server
 The comparison itself is judged in results/aggregate_tools.py, read by every output.
 Every measurement goes through run/measure.py (the gate, the repetition order, the warm-up, the
 sampling, the client-bound rule), as a run's does; nothing here imports run/runner.py.
-May import: paths, model, saturation, store, catalog, rules, processes, run (the measuring core, the run's life).
+May import: paths, model, store, catalog, rules, processes, run (the measuring core, the run's life).
 Hands out `run_crosscheck` to the CLI."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..processes.sampler import Sampler
 from ..processes.supervisor import die_with_parent, pinned
 from ..run.measure import SAMPLE_INTERVAL
-from ..saturation import saturated
+from ..rules.saturation import saturated
 from .translate import Invocation
 
 MAX_FILE_BYTES = 4 << 20  # result files larger than this are not kept (Locust's history, say)

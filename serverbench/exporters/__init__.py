@@ -4,7 +4,7 @@
 Each reads only aggregate.RunResults (never the raw metrics), so all formats agree. The
 `*_section.py` modules hold a section shared by Markdown and HTML; `report.py` writes the files.
 
-May import: formatting, model, store, catalog, rules (the warm-up rule's figures, the fingerprint's
+May import: model, store, catalog, rules (the warm-up rule's figures, the fingerprint's
 normal form and split line), results, seeds (the published studies beside a run), charts, cost, overtime; never the measuring folders (run,
 processes, cluster, crosscheck). Nothing imports the exporters but the CLI.
 """

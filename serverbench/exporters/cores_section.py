@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..results import ranking
 from ..results.aggregate import Group, PointData, WorkloadData
-from ..formatting import fmt_num
+from ..results.formatting import fmt_num
 from ..results.model_notes import note
 
 KIND = "cores"

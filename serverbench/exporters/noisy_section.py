@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..formatting import fmt_num, fmt_us
+from ..results.formatting import fmt_num, fmt_us
 from ..results.noisy import INTRO, RULES
 
 KIND = "noisy"

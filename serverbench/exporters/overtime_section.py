@@ -4,7 +4,7 @@ Plain text cells; each exporter escapes and lays them out."""
 from __future__ import annotations
 
 from ..results.aggregate import Group, WorkloadData
-from ..formatting import fmt_num, fmt_us
+from ..results.formatting import fmt_num, fmt_us
 from ..overtime.overload import RULES, RULES_INTRO
 
 OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",

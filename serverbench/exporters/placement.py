@@ -11,7 +11,7 @@ from typing import Any
 
 from ..results.aggregate import RunResults
 from ..rules.fingerprint import normalize
-from ..formatting import cpus
+from ..results.formatting import cpus
 
 
 def _shards(results: RunResults) -> tuple[set[str], int, float | None]:

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formatting import fmt_num, fmt_us
+from ..results.formatting import fmt_num, fmt_us
 from ..rules import tlsfigures
 
 TITLE = "What TLS costs"

@@ -27,7 +27,7 @@ from ..seeds import section as seeds_section
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
 from ..catalog.kinds import FIXED_DEMAND, OVER_TIME
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
-from ..formatting import fmt_cpu, fmt_num, fmt_us
+from ..results.formatting import fmt_cpu, fmt_num, fmt_us
 
 # -- HTML pieces ----------------------------------------------------------------------------------
 def esc(x: Any) -> str:

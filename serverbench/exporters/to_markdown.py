@@ -8,7 +8,7 @@ from ..results.aggregate import Group, RunResults
 from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from . import tools_section
-from ..formatting import fmt_cpu, fmt_num, fmt_us
+from ..results.formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
 from . import database_section, models_section, noisy_section, tls_section
 from ..cost import table as cost

@@ -5,7 +5,7 @@ Reads aggregate_tools.ToolsCompared (through aggregate.RunResults.tools); format
 from __future__ import annotations
 
 from ..results.aggregate_tools import ToolRow, ToolsCompared
-from ..formatting import fmt_num, fmt_us
+from ..results.formatting import fmt_num, fmt_us
 
 HEADERS = ["tool", "version", "reported req/s", "server-counted req/s (min–max)", "reported ÷ counted", "p50", "p99",
            "client CPU", "client CPU µs/request", "server CPU", "flags"]

@@ -1,5 +1,5 @@
 """What a run's verify verdicts mean for the reader, shared by the HTML and Markdown exporters: the rows
-left out of a point and why (skipped cells), and each row's deviations (verify/kinds.py)."""
+left out of a point and why (skipped cells), and each row's deviations (rules/admission.py)."""
 from __future__ import annotations
 
 import re

@@ -10,6 +10,6 @@ loadgen.py     loadgen's command line (built here only), run pinned to the clien
                (a TLS point's `tls` object into rules/tlsfigures.py's figures)
 target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
 
-May import: paths, model, saturation, catalog, rules (the TLS figures). Hands out `Server`, `run_server`, `Sampler`,
+May import: paths, model, catalog, rules (the TLS figures, the client-bound rule). Hands out `Server`, `run_server`, `Sampler`,
 `run_loadgen`, `command_line` to verify, cluster, run, crosscheck and cost.
 """

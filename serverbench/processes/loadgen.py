@@ -6,7 +6,7 @@ every flag it can write against the built binary's `--help`.
 
 The loadgen runs pinned to the client CPUs. Its own CPU time comes from `os.wait4` on
 its pid (exact rusage of that child, unaffected by other children of the harness). It can use at
-most `min(threads, client CPUs)` cores; saturation.py's rule says whether it was the bottleneck.
+most `min(threads, client CPUs)` cores; rules/saturation.py's rule says whether it was the bottleneck.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..model import REBUILD, LoadgenFormatError, LoadgenReport
 from ..rules import tlsfigures
-from ..saturation import saturated
+from ..rules.saturation import saturated
 from .supervisor import die_with_parent, pinned
 from ..catalog.workloads import OPEN_LOOP_WARMUP, Point, parse_duration
 

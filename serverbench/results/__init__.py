@@ -12,8 +12,10 @@ aggregate_tools.py  cross-check cells: each tool's rate against the server's cou
 noisy.py            the noisy workload's verdicts: each noise point against its quiet twin
 compare.py          two runs' groups as ratios judged against the noise
 model_notes.py      what each concurrency model predicts (data for the reports)
+formatting.py       number formatting shared by the console and the human-readable exporters
 
-May import: paths, model, store, catalog, rules (warm-up, cores, merge, fingerprint, tool table),
-overtime, verify (kinds); never the measuring folders (run, processes, cluster, crosscheck): a
+May import: paths, model, store, catalog, rules (warm-up, cores, merge, fingerprint, tool table,
+client-bound, fairness, admission),
+overtime; never verify or the measuring folders (run, processes, cluster, crosscheck): a
 report reads what was stored and the pure rules only.
 """

@@ -18,15 +18,16 @@ from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
 
-from .. import fairness
-from ..rules import warmup
+from ..rules import fairness
+from ..rules import admission, warmup
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
 from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Caveat
-from ..model import FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan, ServerProfile
+from ..model import FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan
+from ..store import ServerProfile
 from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
 from ..catalog.workloads import load_workloads
@@ -221,7 +222,7 @@ class Group:
                 if c.metrics.counts.ok and _num(c.metrics.usage.cpu_user_s) and _num(c.metrics.usage.cpu_sys_s)]
         return summarize(vals) if vals else None
 
-    # -- fairness: every connection served (fairness.py) ---------------------------------------
+    # -- fairness: every connection served (rules/fairness.py) ---------------------------------------
     @cached_property
     def unfair(self) -> bool:
         """More than 5 % of the connections waited beyond the timeout in the median repetition."""
@@ -377,7 +378,7 @@ class RunResults:
     tools: list[ToolsCompared] = field(default_factory=list)  # cross-check cells (aggregate_tools)
     # the latest `serverbench profile` of each server in the run (cost of ownership; cost.py)
     profiles: dict[str, ServerProfile] = field(default_factory=dict)
-    # each row's verify deviations (robustness/security failures; verify/kinds.py), one line each
+    # each row's verify deviations (robustness/security failures; rules/admission.py), one line each
     deviations: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -502,11 +503,22 @@ def load(store: Any, run_id: int) -> tuple[Any, RunResults]:
     run = store.run(run_id)
     results = collect(run_id, store.cells(run_id), normalize(run.fingerprint))
     results.profiles = store.latest_profiles(sorted({g.server for g in results.groups}))
-    from ..verify.kinds import run_deviations
     results.deviations = run_deviations(store, sorted({g.server for g in results.groups}), run.finished_at)
     for g in results.groups:
         g.deviations = results.deviations.get(g.server, [])
     return run, results
+
+
+def run_deviations(store: Any, servers: Iterable[str], until: str | None) -> dict[str, list[str]]:
+    """Each server's deviations (robustness and security failures), one line each, from the latest
+    verdict checked by `until` (a run's end): what the report marks beside its rows."""
+    out: dict[str, list[str]] = {}
+    for sid in servers:
+        v = store.verdict_before(sid, until)
+        devs = admission.admission(v.checks, v.passed).deviations if v is not None else []
+        if devs:
+            out[sid] = [f"{'security deviation' if f.kind.security else 'deviation'}: {f.line()}" for f in devs]
+    return out
 
 
 __all__ = ["fixed_rate_plans", "Group", "GroupFigures", "ToolsCompared", "PointData", "WorkloadData", "RunResults", "Caveat", "collect", "load",

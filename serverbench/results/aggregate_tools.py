@@ -15,7 +15,7 @@ from typing import Iterable
 from pydantic import BaseModel
 
 from ..rules.tools import DEFAULT_ORDER, TOOLS, rate
-from ..saturation import saturated  # the client-bound rule: CPU >= 90 % of the cores a client could use
+from ..rules.saturation import saturated  # the client-bound rule: CPU >= 90 % of the cores a client could use
 from ..model import CellRecord
 
 SELF_REPORT_TOLERANCE = 0.05  # a tool's rate within 5 % of the server's count agrees with it

@@ -2,7 +2,7 @@
 aggregate.Group fills it (`flat_figures`); every output reads it and none recomputes.
 
 Its figures are grouped by what they describe (the rate and its noise, latency, server usage…); the
-rules that judge a concern build its group (fairness.py, overtime/, rules/cores.py, rules/warmup.py,
+rules that judge a concern build its group (rules/fairness.py, overtime/, rules/cores.py, rules/warmup.py,
 noisy.py). The CSV and JSON show it flat, one column or key per figure (model.Flat), as they always did.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from .. import fairness
-from ..fairness import GroupFairness
+from ..rules import fairness
+from ..rules.fairness import GroupFairness
 from ..model import FigureGroup, Flat
 from ..overtime import figures as overtime
 from ..overtime.figures import GroupOverTime

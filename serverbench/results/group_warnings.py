@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import fairness
+from ..rules import fairness
 from ..rules.shards import SKEW_WARN_MS
 from ..overtime import figures as overtime
 from ..rules import cores, warmup

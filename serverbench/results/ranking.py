@@ -2,7 +2,7 @@
 
 - throughput / sweep: successful requests/s, clean cells before degraded ones (> 1 % errors);
 - every kind: unfair rows (more than 5 % of their connections left waiting beyond the timeout,
-  fairness.py) after the fair ones, and never in a tie or the client-bound block;
+  rules/fairness.py) after the fair ones, and never in a tie or the client-bound block;
 - efficiency (the fixed-rate step, run/fixed_rate.py, that orders the rows the throughput figure
   cannot: a client-bound block, or the first row and the rows tied with it): rates held first, then
   server CPU per successful request; the block's or the tie's verdict reads this point's;

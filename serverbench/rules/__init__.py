@@ -7,8 +7,12 @@ shards.py       the exact merge of N shards' loadgen reports (counts, histograms
 fingerprint.py  a stored fingerprint's normal form, and the words for how its CPUs were split
 tools.py        the load tools a cross-check can drive, and the rate of the server's own count
 tlsfigures.py   a TLS point's figures from loadgen's `tls` object, and the handshake figures a report reads
+saturation.py   the client-bound rule, once: a client at 90 % of the cores it could use limited the figures
+fairness.py     connection fairness: the merge of shards' per-slot figures and the *unfair* rule
+admission.py    what each verify check protects and what a row's verdict lets it run
 
-May import: paths, model, fairness, saturation, formatting, catalog.
-Hands out the warm-up rule, the sweep, the merge, the fingerprint's normal form, the tool table and the TLS figures to
-run, cluster, crosscheck (which apply them) and results, exporters (which read them).
+May import: paths, model (a workload point is read through a Protocol: rules/ is below catalog/).
+Hands out the warm-up rule, the sweep, the merge, the fingerprint's normal form, the tool table, the TLS figures,
+the client-bound rule, the fairness rule and admission to verify, run, cluster, crosscheck (which apply them) and
+results, exporters (which read them).
 """

@@ -10,8 +10,9 @@ the load generator's (one machine too small to give each side its own) is stored
 """
 from __future__ import annotations
 
+from typing import Any, Protocol, TypeVar
+
 from ..model import CellRecord, FigureGroup
-from ..catalog.workloads import Point
 
 SWEEP = "sweep"
 
@@ -28,10 +29,22 @@ def counts(n_cpus: int) -> list[int]:
     return out + [n_cpus]
 
 
-def expand(points: list[Point], n_cpus: int) -> list[Point]:
+class _Point(Protocol):
+    """What the sweep reads of a workload point (catalog/workloads.Point; rules/ imports no catalog)."""
+
+    label: str
+    server_cores: Any
+
+    def model_copy(self, *, update: dict[str, Any]) -> Any: ...
+
+
+P = TypeVar("P", bound=_Point)
+
+
+def expand(points: list[P], n_cpus: int) -> list[P]:
     """Each `server_cores = "sweep"` point replaced by one point per count, labelled `<label>=<k>`
     (a template labelled "cores" gives cores=1, cores=2, …); other points unchanged."""
-    out: list[Point] = []
+    out: list[P] = []
     for p in points:
         if p.server_cores != SWEEP:
             out.append(p)

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from hdrh.histogram import HdrHistogram
 
-from .. import fairness
+from . import fairness
 
 # Start skew above this is a warning stored with the cell: the shards' windows did not line up.
 SKEW_WARN_MS = 5.0

@@ -19,12 +19,16 @@ from ..catalog.manifests import Manifest
 from ..database import cluster, facts as db_facts, rowenv, schema
 from ..model import RunOptions
 from ..processes.sampler import Sampler
-from ..saturation import saturated
-from ..dbfigures import per_request_us
+from ..rules.saturation import saturated
 
 # Postgres' max_connections: every row's pool (rowenv.DB_POOL_TOTAL, more for a per-process row whose
 # processes each get one at least) and the harness's own connections, with room to spare.
 MAX_CONNECTIONS = 100
+
+
+def per_request_us(cpu_s: float, ok: int) -> float | None:
+    """CPU seconds spread over successful requests, µs; None without one."""
+    return round(cpu_s / ok * 1e6, 2) if ok > 0 else None
 
 
 class RunDatabase:

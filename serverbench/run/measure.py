@@ -7,7 +7,7 @@ first point, brief before a later one); sampling a `Server` (processes/server.py
 a `--target`, a server on the cluster) while a load runs, with the harness's own CPU; and the
 CellMetrics records built from what was measured. A load is one loadgen process, Dask shards
 (cluster/load_cluster.py) or a peer tool (crosscheck/execute.py); each says what its client used
-(`Load`), judged by the one client-bound rule (saturation.py).
+(`Load`), judged by the one client-bound rule (rules/saturation.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ..processes.loadgen import LoadgenResult, tls_figures
 from ..processes.server import Server
 from ..model import Client, ServerOverTime, MemoryLimit, ServerUsage
 from ..store import Store
-from ..verify import kinds
+from ..rules import admission as kinds
 from ..rules import warmup
 
 # 5 Hz: enough for CPU means and RSS peaks over multi-second cells; 20 Hz cost the harness
@@ -316,7 +316,7 @@ class Gate:
 
     def reason(self, m: Any, w: Workload | None = None, tool: str | None = None) -> str | None:
         """With a workload (and a cross-check's tool): also a feature check the row failed that the
-        workload uses (verify/kinds.py), with --allow-unverified too."""
+        workload uses (rules/admission.py), with --allow-unverified too."""
         if self.external:
             return None
         if m.id not in self.cache:

@@ -14,8 +14,9 @@ section.py   the "The published studies, re-measured" section as Markdown lines 
              `serverbench seeds` and the Markdown and HTML reports show: tables, claims, the rows
              not built here with servers/_left_out.toml's reason
 plan.py      what re-measuring the studies needs: per workload, the rows, repetitions and memory ceiling
+reading.py   what the section reads (`Read`): one run whole, or one run per workload, each text naming the run it read
 runs.py      the stored runs the section reads when no single run is named
 
-May import: paths, formatting, catalog (left_out), overtime (overload's verdicts), rules (fingerprint),
-results (the aggregation's RunResults); it reads stored results only and never measures.
+May import: paths, catalog (left_out), overtime (overload's verdicts), rules (fingerprint),
+results (the aggregation's RunResults, its formatting); it reads stored results only and never measures.
 """

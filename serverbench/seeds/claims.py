@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formatting import fmt_us
+from ..results.formatting import fmt_us
 from .compare import find_point, our_figure
+from .reading import reading
 from .studies import OUT_OF_MEMORY, Claim, Study
 
 YES, NO, PARTLY, NOT_MEASURED = "yes", "no", "partly", "not measured"
@@ -53,13 +54,13 @@ def rule_text(c: Claim) -> str:
     return f"the {fig} of each of {_names(c.rows)} is {how} that of each of {_names(c.than)} {where}"
 
 
-def _tally(c: Claim, point: str, matched: list[str], unmatched: list[str], missing: list[str],
+def _tally(c: Claim, point: str, where: str, matched: list[str], unmatched: list[str], missing: list[str],
            evidence: list[str]) -> Answer:
     """The answer from which rows (or pairs) matched, did not, or could not be told (`missing`: each
     row with why, in words)."""
     gap = f"; not measured: {_names(missing)}" if missing else ""
     if not matched and not unmatched:
-        return Answer(c, NOT_MEASURED, point, f"nothing in this run answers it: {_names(missing)}", evidence)
+        return Answer(c, NOT_MEASURED, point, f"nothing in {where} answers it: {_names(missing)}", evidence)
     if not unmatched:
         return Answer(c, YES, point, f"holds for every one measured: {_names(matched)}{gap}", evidence)
     if not matched:
@@ -75,11 +76,11 @@ def _memory(g: Any) -> tuple[float | None, float | None]:
     return limit, killed
 
 
-def _overload_row(c: Claim, sid: str, g: Any | None) -> tuple[str, str]:
+def _overload_row(c: Claim, sid: str, g: Any | None, where: str) -> tuple[str, str]:
     """(MATCH | NO_MATCH | MISSING | NO_LIMIT, the row's evidence line)."""
     verdict = g.figures.over_time.verdict if g is not None else None
     if verdict is None:
-        return MISSING, f"{sid}: no overload verdict in this run"
+        return MISSING, f"{sid}: no overload verdict in {where}"
     line = f"{sid}: {verdict} — {g.figures.over_time.verdict_reason or 'no reason stored'}"
     if verdict in c.expect:
         return MATCH, line
@@ -93,12 +94,12 @@ def _overload_row(c: Claim, sid: str, g: Any | None) -> tuple[str, str]:
     return (MATCH if verdict == "crashes" and killed is not None else NO_MATCH), line
 
 
-def _overload(c: Claim, point: Any) -> Answer:
+def _overload(c: Claim, point: Any, where: str) -> Answer:
     groups = {g.server: g for g in point.groups}
     states: dict[str, list[str]] = {MATCH: [], NO_MATCH: [], MISSING: [], NO_LIMIT: []}
     evidence = []
     for sid in c.rows:
-        state, line = _overload_row(c, sid, groups.get(sid))
+        state, line = _overload_row(c, sid, groups.get(sid), where)
         states[state].append(sid)
         evidence.append(line)
     if states[NO_LIMIT] and not states[MATCH] and not states[NO_MATCH]:
@@ -106,7 +107,7 @@ def _overload(c: Claim, point: Any) -> Answer:
                       f"{_names(states[NO_LIMIT])}: whether they run out of memory cannot be told", evidence)
     missing = [f"{sid} (no overload verdict)" for sid in states[MISSING]]
     missing += [f"{sid} (no --server-memory-limit)" for sid in states[NO_LIMIT]]
-    return _tally(c, point.label, states[MATCH], states[NO_MATCH], missing, evidence)
+    return _tally(c, point.label, where, states[MATCH], states[NO_MATCH], missing, evidence)
 
 
 def _figure(c: Claim, g: Any | None) -> float | None:
@@ -120,12 +121,12 @@ def _show(c: Claim, v: float) -> str:
     return f"{v:,.0f} req/s" if c.figure == "requests/s" else fmt_us(v)
 
 
-def _ratio(c: Claim, point: Any) -> Answer:
+def _ratio(c: Claim, point: Any, where: str) -> Answer:
     groups = {g.server: g for g in point.groups}
     figs = {sid: _figure(c, groups.get(sid)) for sid in c.rows + c.than}
     label = f"{c.figure}" + (f" − {c.minus_ms:g} ms" if c.minus_ms is not None else "")
     usable = {sid: v for sid, v in figs.items() if v is not None and v > 0}
-    evidence = [f"{sid}: {label} " + ("not in this run" if v is None else f"{_show(c, v)}, not above 0: not told "
+    evidence = [f"{sid}: {label} " + (f"not in {where}" if v is None else f"{_show(c, v)}, not above 0: not told "
                                       "apart from what was subtracted") for sid, v in figs.items() if sid not in usable]
     matched, unmatched = [], []
     for a in c.rows:
@@ -142,15 +143,17 @@ def _ratio(c: Claim, point: Any) -> Answer:
                             f"{smaller}'s, " + ("holds" if holds else "does not hold") + f" (the claim: {c.factor:g}×)")
     missing = [f"{sid} (no {label} above 0)" if figs[sid] is not None else f"{sid} (no {c.figure})"
                for sid in figs if sid not in usable]
-    return _tally(c, point.label, matched, unmatched, missing, evidence)
+    return _tally(c, point.label, where, matched, unmatched, missing, evidence)
 
 
 def answer(c: Claim, results: Any) -> Answer:
-    """The claim against a run's aggregated results (results.aggregate.RunResults)."""
-    point = find_point(results, c.workload, c.points)
+    """The claim against `results` (a runs.Read, or one run's aggregated results.aggregate.RunResults)."""
+    read = reading(results)
+    point = find_point(read, c.workload, c.points)
     if point is None:
         return Answer(c, NOT_MEASURED, None, f"the run did not measure {c.workload} at any of {_names(c.points)}")
-    return _overload(c, point) if c.rule == "overload" else _ratio(c, point)
+    where = read.label(c.workload)
+    return _overload(c, point, where) if c.rule == "overload" else _ratio(c, point, where)
 
 
 def answers(study: Study, results: Any) -> list[Answer]:

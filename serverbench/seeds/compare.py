@@ -7,7 +7,7 @@ and is *unordered* when either side does not order it (here: two requests/s medi
 repetitions' noise, stats.judge; in the study: one published row standing for several
 servers, overlapping published ranges, equal figures). Kendall's tau-b over the same pairs.
 
-A flip's cause is chosen only from what the study published or this run stored, each with its
+A flip's cause is chosen only from what the study published or the run read stored, each with its
 figure, and only for the row the study placed worse (each cause can only have made the study
 under-rate a row): its error count of the order of its requests (broken keep-alive), its figure at
 the study's stated client ceiling (a client-bound study), or this run's warm-up of that row showing
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import stats
+from .reading import reading
 from .studies import Compare, Figure, Row, Study
 
 BROKEN_SHARE = 0.1  # errors "of the order of" the requests: at least a tenth of them
@@ -157,7 +158,9 @@ def kendall_tau_b(pairs: list[tuple[int, int]]) -> float | None:
 
 
 def compare(study: Study, cmp: Compare, results: Any) -> Comparison:
-    point = find_point(results, cmp.workload, cmp.points)
+    """One compared column against `results` (a runs.Read, or one run's aggregated results)."""
+    read = reading(results)
+    point = find_point(read, cmp.workload, cmp.points)
     if point is None:
         return Comparison(study, cmp, None)
     out = Comparison(study, cmp, point.label, entries(study, cmp, point))
@@ -168,7 +171,7 @@ def compare(study: Study, cmp: Compare, results: Any) -> Comparison:
             signs.append((p, o))
             better, worse = (a, b) if p > 0 else (b, a)
             if p == 0 or o == 0:
-                out.unordered.append((a, b, "the study" if p == 0 else "this run"))
+                out.unordered.append((a, b, "the study" if p == 0 else read.label(cmp.workload)))
             elif p == o:
                 out.kept.append((better, worse))
             else:

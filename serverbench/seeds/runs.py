@@ -1,35 +1,14 @@
 """The stored runs the published studies' section reads when no single run is named: for each
 workload a study reads (plan.needs), the stored run that measured the most of its rows
-(`serverbench seeds --measure` stores one run per workload). Reads stored results only."""
+(`serverbench seeds --measure` stores one run per workload), as a reading.Measured. Reads stored
+results only."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import aggregate
 from .plan import Need
-
-
-@dataclass
-class Measured:
-    """What the section reads, as the aggregation's results read: `workloads`, each from the run
-    chosen for it (`runs`: workload → run id; `rows`: those runs); `newest`: the newest of them (its
-    machine is stated)."""
-    workloads: list[Any] = field(default_factory=list)
-    runs: dict[str, int] = field(default_factory=dict)
-    newest: Any = None
-    rows: dict[int, Any] = field(default_factory=dict)  # run id → its RunRow (fingerprint: versions)
-
-    def run_of(self, workload: str) -> Any | None:
-        """The stored run the workload's figures came from (its fingerprint has the rows' versions)."""
-        rid = self.runs.get(workload)
-        return self.rows.get(rid) if rid is not None else None
-
-    def sources(self) -> str:
-        """One line: which run each workload came from."""
-        if not self.runs:
-            return "No stored run measured a study's workload."
-        return "Runs read: " + ", ".join(f"{w} from run {r}" for w, r in self.runs.items()) + "."
+from .reading import Measured
 
 
 def _coverage(run: Any, need: Need) -> int:

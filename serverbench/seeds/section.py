@@ -9,14 +9,16 @@ import html
 from typing import Any, Callable
 
 from ..catalog import left_out as left_out_file
-from ..formatting import fmt_us
+from ..results.formatting import fmt_us
 from ..rules.fingerprint import normalize
 from .claims import Answer, answers, rule_text
 from .compare import Comparison, Entry, Flip, comparisons
+from .reading import Read, reading
 from .studies import Figure, SeedsError, Study, load_all
 
 TITLE = "The published studies, re-measured"
-NOTE = ("Each study's table as it published it (seeds/*.toml), beside this run's figure for the serverbench rows "
+NOTE = ("Each study's table as it published it (seeds/*.toml), beside the figure of the run read for its workload "
+        "(named below) for the serverbench rows "
         "that stand for its rows: the median over repetitions (requests/s, an overload point's peak) or the "
         "percentile of the merged histograms. A pair is two published rows' counterparts: it keeps its order, "
         "flips, or is not ordered (one published row for several servers, overlapping ranges, equal figures; "
@@ -28,9 +30,9 @@ NOTE = ("Each study's table as it published it (seeds/*.toml), beside this run's
         "and the published method names no warm-up); otherwise it says unexplained. Hardware and versions "
         "differ and are stated, not used as a cause.")
 HEADERS = ["published row", "place", "published", "serverbench row", "version here", "here"]
-CLAIMS_NOTE = ("Each claim answered from this run's stored figures only, by the rule beside it: yes when every "
-               "row (or pair) measured matches, no when none does, partly when some do, not measured when the "
-               "run has no figure to answer it.")
+CLAIMS_NOTE = ("Each claim answered from the stored figures of the run read for its workload only, by the rule "
+               "beside it: yes when every row (or pair) measured matches, no when none does, partly when some do, "
+               "not measured when that run has no figure to answer it.")
 LeftOuts = dict[str, left_out_file.LeftOut]
 
 
@@ -93,23 +95,19 @@ def left_out_lines(study: Study, left: LeftOuts) -> list[str]:
     return out
 
 
-def this_run(run: Any, results: Any = None) -> str:
-    """The machine of the run (the newest run read, when the section reads one per workload:
-    runs.Measured) and which run each workload came from."""
+def this_run(run: Any, read: Read) -> str:
+    """The machine of the run (the newest run read, when the section reads one per workload) and which
+    run each workload came from."""
     fp = normalize(getattr(run, "fingerprint", None))
-    sources = getattr(results, "sources", None)
-    which = f"{sources()} The newest, run {getattr(run, 'id', '?')}" if callable(sources) else \
-        f"This run ({getattr(run, 'id', '?')})"
-    return (f"{which}: {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
+    return (f"{read.describe()}: {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, "
             f"kernel {fp.get('kernel', '?')}; each row's version beside its figure.")
 
 
 def rows(c: Comparison, run: Any, results: Any = None) -> list[list[str]]:
     """Every published row, once per serverbench row standing for it, once more for the part of it
     not built here (servers/_left_out.toml), or once with why none does. Versions come from the run
-    that measured the compared workload (runs.Measured.run_of), else from `run`."""
-    run_of = getattr(results, "run_of", None)
-    source = run_of(c.compare.workload) if callable(run_of) else None
+    that measured the compared workload (Read.run_of), else from `run`."""
+    source = reading(results, run).run_of(c.compare.workload) if results is not None else None
     servers = normalize(getattr(source or run, "fingerprint", None)).get("servers") or {}
     found = {(e.row.name, e.server): e for e in c.entries}
     out = []
@@ -126,14 +124,14 @@ def rows(c: Comparison, run: Any, results: Any = None) -> list[list[str]]:
     return out
 
 
-def agreement(c: Comparison) -> str:
+def agreement(c: Comparison, read: Read | None = None) -> str:
     n = len(c.kept) + len(c.flips) + len(c.unordered)
     if n == 0:
         return "Fewer than two published rows have a counterpart measured here: no pair to compare."
     by_study = sum(1 for *_, side in c.unordered if side == "the study")
     tau = "not defined (one side orders no pair)" if c.tau is None else f"{c.tau:+.2f}"
     return (f"Of {n} pairs, {len(c.kept)} keep their order, {len(c.flips)} flip, {by_study} are not ordered by the "
-            f"study and {len(c.unordered) - by_study} not by this run; Kendall's tau-b {tau}.")
+            f"study and {len(c.unordered) - by_study} not by {_label(read, c)}; Kendall's tau-b {tau}.")
 
 
 def flip_text(c: Comparison, f: Flip) -> str:
@@ -150,8 +148,12 @@ def claim_parts(a: Answer) -> tuple[str, str, str]:
             f"{where} — {a.why}. Rule: {rule_text(a.claim)}.")
 
 
-def heading(c: Comparison) -> str:
-    where = f"{c.compare.workload} · {c.point}" if c.point else f"{c.compare.workload} (not measured in this run)"
+def _label(read: Read | None, c: Comparison) -> str:
+    return read.label(c.compare.workload) if read is not None else "this run"
+
+
+def heading(c: Comparison, read: Read | None = None) -> str:
+    where = f"{c.compare.workload} · {c.point}" if c.point else f"{c.compare.workload} (not measured in {_label(read, c)})"
     return f"{c.compare.column} beside {where}"
 
 
@@ -167,7 +169,7 @@ def _load(studies: list[Study] | None) -> tuple[list[Study], str | None]:
 Shown = list[tuple[Study, list[Comparison], list[Answer]]]
 
 
-def _shown(results: Any, studies: list[Study] | None, everything: bool) -> tuple[Shown, str | None]:
+def _shown(results: Read, studies: list[Study] | None, everything: bool) -> tuple[Shown, str | None]:
     """Each study with its comparisons and its claims' answers: all of them (`everything`), or only
     the studies, columns and claims whose workload the run measured."""
     studies, problem = _load(studies)
@@ -191,20 +193,21 @@ def _claims_markdown(ans: list[Answer]) -> list[str]:
 def markdown(run: Any, results: Any, studies: list[Study] | None = None, everything: bool = False) -> list[str]:
     """The section's Markdown lines; without `everything` (the report) only the studies and columns
     whose workload the run measured, and nothing when there are none."""
-    shown, problem = _shown(results, studies, everything)
+    read = reading(results, run)
+    shown, problem = _shown(read, studies, everything)
     if not shown and not problem:
         return []
     left = left_outs()
-    lines = [f"## {TITLE}", "", NOTE, "", this_run(run, results), ""] + ([f"⚠ {problem}", ""] if problem else [])
+    lines = [f"## {TITLE}", "", NOTE, "", this_run(run, read), ""] + ([f"⚠ {problem}", ""] if problem else [])
     for study, comps, ans in shown:
         lines += [f"### {study.title}", ""] + [f"{x}  " for x in facts(study) + left_out_lines(study, left)] + [""]
         for c in comps:
-            lines += [f"#### {heading(c)}", ""]
+            lines += [f"#### {heading(c, read)}", ""]
             if c.point is None:
                 continue
             lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
-            lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run, results)]
-            lines += ["", agreement(c), ""] + [f"- {flip_text(c, f)}" for f in c.flips] + ([""] if c.flips else [])
+            lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c, run, read)]
+            lines += ["", agreement(c, read), ""] + [f"- {flip_text(c, f)}" for f in c.flips] + ([""] if c.flips else [])
         lines += _claims_markdown(ans) if ans else []
     return lines
 
@@ -218,21 +221,22 @@ def _table(headers: list[str], body: list[list[str]]) -> str:
 def to_page(page: Any, run: Any, results: Any, studies: list[Study] | None = None) -> None:
     """The section on the HTML report's page (its `heading(level, text)` and `add(html)`), when the
     run measured a study's workload."""
-    shown, problem = _shown(results, studies, everything=False)
+    read = reading(results, run)
+    shown, problem = _shown(read, studies, everything=False)
     if not shown and not problem:
         return
     esc: Callable[[str], str] = html.escape
     left = left_outs()
     page.heading(2, TITLE)
-    page.add(f'<p class="desc">{esc(NOTE)}</p><p>{esc(this_run(run))}</p>'
+    page.add(f'<p class="desc">{esc(NOTE)}</p><p>{esc(this_run(run, read))}</p>'
              + (f"<p>⚠ {esc(problem)}</p>" if problem else ""))
     for study, comps, ans in shown:
         page.heading(3, study.title)
         page.add("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in facts(study) + left_out_lines(study, left)) + "</ul>")
         for c in comps:
-            page.heading(4, f"{study.title}: {heading(c)}", toc=False)
+            page.heading(4, f"{study.title}: {heading(c, read)}", toc=False)
             flips = "".join(f"<li>{esc(flip_text(c, f))}</li>" for f in c.flips)
-            page.add(_table(HEADERS, rows(c, run, results)) + f"<p>{esc(agreement(c))}</p>"
+            page.add(_table(HEADERS, rows(c, run, read)) + f"<p>{esc(agreement(c, read))}</p>"
                      + (f"<ul>{flips}</ul>" if flips else ""))
         if ans:
             page.heading(4, f"{study.title}: Claims", toc=False)

@@ -17,7 +17,7 @@ from ..processes import supervisor
 from ..tls.certs import make_material
 from .base import CheckResult
 from .dbsetup import DbSetup
-from .kinds import Admission, admission
+from ..rules.admission import Admission, admission
 from .suite import CHECKS, TLS_CHECKS, is_db_row, tls_of, verify
 from .tlscheck import TlsStart
 

@@ -1,4 +1,4 @@
-"""The request-smuggling check (a security deviation, verify/kinds.py): request shapes whose body
+"""The request-smuggling check (a security deviation, rules/admission.py): request shapes whose body
 length two parsers could read differently, built so that a wrong reading leaves a whole second
 request behind, which the server then answers.
 

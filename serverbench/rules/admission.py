@@ -183,14 +183,3 @@ def feature_unchecked(v: Any | None, feature: str) -> str | None:
             return f"its {feature} checks did not run at verify{why}; fix: verify it again where they can run"
     return None
 
-
-def run_deviations(store: Any, servers: Iterable[str], until: str | None) -> dict[str, list[str]]:
-    """Each server's deviations (robustness and security failures), one line each, from the latest
-    verdict checked by `until` (a run's end): what the report marks beside its rows."""
-    out: dict[str, list[str]] = {}
-    for sid in servers:
-        v = store.verdict_before(sid, until)
-        devs = admission(v.checks, v.passed).deviations if v is not None else []
-        if devs:
-            out[sid] = [f"{'security deviation' if f.kind.security else 'deviation'}: {f.line()}" for f in devs]
-    return out

@@ -5,53 +5,15 @@ from the aggregation. Heavy imports stay inside commands so `serverbench --help`
 """
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from .cli_common import cpus_option, fail, open_store, run_row, selected
+from .common import cpus_option, fail, open_store, run_row, selected
 from .console import console, err_console as err
-
-
-def _finish(store: Any, result: Any) -> None:
-    """The summary of a run the runner just ended, from the one aggregation."""
-    from .results import aggregate
-    from .run_view import print_summary
-    _, results = aggregate.load(store, result.run_id)
-    print_summary(console, results, result.status, (result.ok, result.failed, result.skipped))
-    if result.status == "interrupted":
-        from . import paths
-        db = "" if store.path == paths.DB_PATH else f" --db {store.path}"
-        console.print(f"[yellow]interrupted[/]: the cell in flight was abandoned; continue with "
-                      f"`serverbench run --resume {result.run_id}{db}`")
-
-
-def _measure(store: Any, opts: Any, **kw: Any) -> Any:
-    """run_matrix with the console view; a run that fails is reported in one line, exit 1. Client-bound
-    blocks the plan leaves are ordered by the fixed-rate step (run/fixed_rate.py) with the
-    aggregation's own rule for what a block is."""
-    from .run_view import RunView
-    from .run.runner import run_matrix
-    from .results.aggregate import fixed_rate_plans
-    from .database.schema import DatabaseError
-    view = RunView(console)
-    try:
-        result = run_matrix(store, opts, on_event=view, order_blocks=fixed_rate_plans, **kw)
-    except KeyboardInterrupt:
-        raise
-    except DatabaseError as e:  # before anything was measured: the database could not be started or used
-        raise fail(f"the database workloads need PostgreSQL: {e}", 1) from None
-    except Exception as e:
-        rid = store.latest_run_id()
-        raise fail(f"run {rid} failed: {type(e).__name__}: {e}; its finished cells are kept — "
-                   f"continue with `serverbench run --resume {rid}`", 1) from None
-    _finish(store, result)
-    return result
+from .steps import measure, ready_rows, run_profiles
 
 
 # ------------------------------------------------------------------------------------ run
@@ -104,8 +66,8 @@ def run_cmd(
     db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
 ) -> None:
     """Measure servers × workloads × repetitions and store every cell."""
-    from .model import DEFAULT_REPEAT, RunOptions
-    from .database.schema import mask_url
+    from ..model import DEFAULT_REPEAT, RunOptions
+    from ..database.schema import mask_url
     store = open_store(db)
     if run_id is not None and not resume:
         raise fail(f"RUN_ID {run_id} is only meaningful with --resume; use `serverbench run --resume {run_id}`")
@@ -126,7 +88,7 @@ def run_cmd(
                       cluster=cluster, cluster_tls=tls, target=target, server_on_cluster=server_on_cluster,
                       split=split, db_url=mask_url(db_url) if db_url else None,
                       db_cpus=cpus_option(db_cpus, "db"))
-    result = _measure(store, opts, manifests=manifests, workloads=chosen, db_url=db_url)
+    result = measure(store, opts, manifests=manifests, workloads=chosen, db_url=db_url)
     if result.status == "interrupted":
         raise typer.Exit(130)
 
@@ -134,7 +96,7 @@ def run_cmd(
 def _resume(store: Any, run_id: Optional[int], db_url: Optional[str] = None) -> None:
     """`run --resume [RUN_ID]`: continue a stored run with its own options; exits when done. A run that
     used --db-url needs it again (its password is not stored); the harness's own database starts afresh."""
-    from .model import RunOptions
+    from ..model import RunOptions
     resume_id = run_id if run_id is not None else store.latest_run_id()
     if resume_id is None:
         raise fail(f"no run to resume in {store.path}")
@@ -145,14 +107,14 @@ def _resume(store: Any, run_id: Optional[int], db_url: Optional[str] = None) -> 
     stored = RunOptions.from_dict(store.run(resume_id).options).db_url
     if stored and not db_url:
         raise fail(f"run {resume_id} used --db-url {stored}; pass it again (with its password) to resume")
-    result = _measure(store, RunOptions(), resume=resume_id, db_url=db_url)
+    result = measure(store, RunOptions(), resume=resume_id, db_url=db_url)
     raise typer.Exit(130 if result.status == "interrupted" else 0)
 
 
 def _check_options(split: str, duration: Optional[str], server_memory_limit: Optional[str], cluster: Optional[str],
                    tls: Optional[dict], server_on_cluster: bool, target: Optional[str]) -> None:
     """One clear line for the first option that cannot work, before anything is measured."""
-    from .catalog.workloads import parse_duration
+    from ..catalog.workloads import parse_duration
     if split not in ("auto", "half"):
         raise fail(f"--split: {split!r} is not auto or half; fix: use one of them (or give --server-cpus)")
     if duration is not None:
@@ -161,13 +123,13 @@ def _check_options(split: str, duration: Optional[str], server_memory_limit: Opt
         except ValueError as e:
             raise fail(f"--duration: {e}") from None
     if server_memory_limit is not None:
-        from .processes.memlimit import MemoryLimitError, parse_size
+        from ..processes.memlimit import MemoryLimitError, parse_size
         try:
             parse_size(server_memory_limit)
         except MemoryLimitError as e:
             raise fail(f"--server-memory-limit: {e}") from None
     if cluster is not None:
-        from .cluster.load_cluster import check_spec
+        from ..cluster.load_cluster import check_spec
         try:
             check_spec(cluster, tls)
         except ValueError as e:
@@ -181,7 +143,7 @@ def _check_options(split: str, duration: Optional[str], server_memory_limit: Opt
 def _check_target(target: Optional[str], ids: Optional[list[str]]) -> None:
     if target is None:
         return
-    from .processes.target import parse
+    from ..processes.target import parse
     try:
         parse(target)
     except ValueError as e:
@@ -192,7 +154,7 @@ def _check_target(target: Optional[str], ids: Optional[list[str]]) -> None:
 
 def _chosen_workloads(names: list[str]) -> list:
     """The named workloads (the broken files in workloads/ are warnings, an unknown name fails)."""
-    from .catalog import workloads as wl
+    from ..catalog import workloads as wl
     errors: list[str] = []
     all_w = wl.load_workloads(errors=errors)
     for e in errors:
@@ -206,7 +168,7 @@ def _chosen_workloads(names: list[str]) -> list:
 # ------------------------------------------------------------------------------ workloads
 def workloads_cmd() -> None:
     """List the workloads with their sizes."""
-    from .catalog import workloads as wl
+    from ..catalog import workloads as wl
     errors: list[str] = []
     ws = wl.load_workloads(errors=errors)
     t = Table(header_style="bold")
@@ -264,87 +226,6 @@ BENCH_WORKLOADS = ["prantl-wrk"]
 BENCH_REPEAT = 3
 
 
-# Builds go beside verify at this much lower priority: verify's servers and checks run first, as on a
-# quiet machine, and the builds take what they leave (cli_run.prepare).
-BUILD_NICE = 10
-
-
-def prepare(manifests: list[Any], store: Any) -> list[Any]:
-    """What `bench` and `seeds --measure` do before measuring: install the missing toolchains (as
-    root; otherwise print the commands), build, verify; the manifests that passed, each one left out
-    said in one line. Exits 1 when none passed.
-
-    Each row is verified as soon as its build ends, while the other builds go on (niced): on the
-    2-core machine a fresh clone's builds took 7.2 min and verify 4.5 min one after the other, and
-    the cargo rows (one at a time on their shared target) kept the builds going long after most rows
-    were built. A check's time limit could still be missed under the builds' load, so a row with any
-    failed check is verified again once the builds have ended, and that verdict is the one shown."""
-    from .catalog import doctor, install
-    from .cli_verify import verify_and_show
-    if doctor.is_root():
-        for line in install.install_missing(manifests, dry_run=False):
-            console.print(line)
-        doctor.clear_cache()
-    else:
-        for line in install.install_missing(manifests, dry_run=True):
-            console.print(f"[yellow]not root; to install run:[/] {line}")
-    avail = [m for m in manifests if doctor.check(m).available]
-    for m in manifests:
-        if m not in avail:
-            console.print(f"[yellow]skip {m.id}: toolchain unavailable[/]")
-    held: list[str] = []
-    built = _built_as_they_end(avail)
-    try:
-        passed, failed = verify_and_show(avail, store, server_cpus=None, allow_unavailable=True, compact=True,
-                                         stream=built, held=held)
-    finally:
-        built.close()  # on an error or Ctrl-C in verify: the builds stopped now, not when collected
-    if held:
-        console.print(f"[dim]verifying again now that the builds have ended (a check may miss its time limit "
-                      f"under their load): {', '.join(held)}[/]")
-        p2, f2 = verify_and_show([m for m in avail if m.id in held], store, server_cpus=None,
-                                 allow_unavailable=True, compact=True)
-        passed, failed = passed + p2, failed + f2
-    if failed:
-        console.print(f"[yellow]not measured (failed verify): {', '.join(failed)}[/]")
-    if not passed:
-        raise fail("no server passed verify; nothing to measure", 1)
-    return [m for m in avail if m.id in passed]
-
-
-def _built_as_they_end(avail: list[Any]) -> Iterator[Any]:
-    """Build `avail` on a thread of its own (niced); yield each manifest as its build ends (or is
-    found up to date), saying in one line each one whose build failed. A consumer that stops early
-    (Ctrl-C, an error) stops the builds: none is left running."""
-    from .catalog import build
-    ends: queue.Queue[Any] = queue.Queue()
-    by_id = {m.id: m for m in avail}
-    broke: list[BaseException] = []  # what build() raised on its thread, raised again here
-
-    def builds() -> None:
-        try:
-            build.build(avail, console=err, nice=BUILD_NICE, on_result=ends.put)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer's thread below
-            broke.append(e)
-        finally:
-            ends.put(None)
-
-    worker = threading.Thread(target=builds, name="builds", daemon=True)
-    worker.start()
-    try:
-        while (r := ends.get()) is not None:
-            if r.status in ("built", "cached"):
-                yield by_id[r.id]
-            else:
-                console.print(f"[yellow]skip {r.id}: build failed (see `serverbench build {r.id}`)[/]")
-        if broke:
-            raise broke[0]
-    finally:
-        if worker.is_alive():
-            build.stop_builds()
-        worker.join()
-
-
 def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full sizes (slow) or quick."),
               repeat: int = typer.Option(BENCH_REPEAT, "--repeat", min=1,
                                          help="Repetitions per row (3 or more: judged against noise)."),
@@ -353,19 +234,18 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """What `make bench` runs: install, build, verify, run prantl-wrk 3 times on every verified server
     (judged: leaders beyond noise, or ties), profile them (`serverbench profile`, cold builds skipped unless --cold, warm rebuilds unless --full), report."""
-    from . import paths
-    from .catalog import workloads as wl
-    from .model import RunOptions
-    from .exporters.report import write_report
+    from .. import paths
+    from ..catalog import workloads as wl
+    from ..model import RunOptions
+    from ..exporters.report import write_report
     store = open_store(db)
-    ready = prepare(selected(None), store)
+    ready = ready_rows(selected(None), store)
     chosen = wl.select(wl.load_workloads(), BENCH_WORKLOADS)
     passed = [m.id for m in ready]
     opts = RunOptions(servers=passed, workloads=BENCH_WORKLOADS, repeat=repeat, full=full, split="auto")
-    result = _measure(store, opts, manifests=ready, workloads=chosen)
+    result = measure(store, opts, manifests=ready, workloads=chosen)
     if result.status == "interrupted":
         raise typer.Exit(130)
-    from .cli_profile import run_profiles
     # The quick profile: 1,000 idle connections only (the 10,000 level of `serverbench profile`
     # costs minutes on thread-per-connection rows), 3 starts and no warm rebuild (the build step
     # above has just built every row), to keep `make bench` near its budget.

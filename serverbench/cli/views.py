@@ -1,4 +1,5 @@
-"""Console rendering of a run: progress from the runner's events, then the summary table.
+"""What the commands print, rendered once: a run's progress from the runner's events and its summary
+table, the cost-of-ownership table, the load tools found here.
 
 The summary reads aggregate.Group, so its p99 and requests/s are the report's.
 """
@@ -10,9 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .results.aggregate import RunResults
-from .run.events import CellFinished, CellStarted, Event, RunEnded, RunStarted
-from .formatting import fmt_us
+from ..results.aggregate import RunResults
+from ..run.events import CellFinished, CellStarted, Event, RunEnded, RunStarted
+from ..results.formatting import fmt_num, fmt_us
 
 
 class RunView:
@@ -108,3 +109,50 @@ def print_summary(console: Console, results: RunResults, status: str, counts: tu
             console.print(f"[yellow]warning:[/] {w.text}", highlight=False)
     ok, failed, skipped = counts
     console.print(f"run {results.run_id} {status}: {ok} ok, {failed} failed, {skipped} skipped")
+
+
+def tools_table() -> Table:
+    """Which load tools `crosscheck` can drive here, their versions and how the project installs them."""
+    from ..crosscheck import tools
+    from ..rules.tools import DEFAULT_ORDER, get
+    t = Table(title="load tools (serverbench crosscheck)")
+    for col in ("tool", "found", "version", "source", "install"):
+        t.add_column(col, overflow="fold")
+    for name in DEFAULT_ORDER:
+        tool, exe = get(name), tools.find(name)
+        t.add_row(name, "[green]yes[/]" if exe else "[red]no[/]", (tools.version(name) or "") if exe else "",
+                  tool.source, "" if exe else tool.install_hint())
+    return t
+
+
+# The figures `--json` writes per contestant id (the whole profile follows them).
+JSON_KEYS = ("source_lines", "dependencies", "build_cold_s", "build_warm_s", "artifact_bytes", "startup_ms",
+             "idle_rss_bytes", "rss_per_connection_bytes")
+
+
+def _mib(b: float | None) -> str:
+    return "—" if b is None else f"{b / 2**20:,.1f}"
+
+
+def profile_table(profiles: list[Any]) -> Table:
+    t = Table(title="cost of ownership", header_style="bold")
+    for c in ("server", "lines", "deps", "cold build s", "warm build s", "artifact MiB", "start-up ms",
+              "idle RSS MiB", "RSS KiB/conn", "problems"):
+        t.add_column(c, justify="left" if c in ("server", "problems") else "right",
+                     overflow="fold" if c == "problems" else "ellipsis")
+    for p in profiles:
+        per_conn = p.rss_per_connection_bytes
+        cold = fmt_num(p.build_cold_s, 1) + (" ↓" if p.build_download_s is not None else "")
+        t.add_row(p.server, fmt_num(p.source_lines), fmt_num(p.dependencies), cold, fmt_num(p.build_warm_s, 1),
+                  _mib(p.artifact_bytes), fmt_num(p.startup_ms, 1), _mib(p.idle_rss_bytes),
+                  fmt_num(per_conn / 1024 if per_conn is not None else None, 1), "; ".join(p.errors))
+    return t
+
+
+def profiles_json(profiles: list[Any]) -> dict[str, Any]:
+    """An object per contestant id: the headline figures first, then the whole profile."""
+    out: dict[str, Any] = {}
+    for p in profiles:
+        d = p.dump()
+        out[p.server] = {**{k: d[k] for k in JSON_KEYS}, **d}
+    return out

@@ -6,11 +6,11 @@ from typing import Any, Optional
 
 import typer
 
-from . import paths
-from .processes import supervisor
-from .catalog.manifests import Catalog, CatalogError, Manifest, load_catalog, select
+from .. import paths
+from ..processes import supervisor
+from ..catalog.manifests import Catalog, CatalogError, Manifest, load_catalog, select
 from .console import err_console
-from .store import Store, StoreError
+from ..store import Store, StoreError
 
 
 def fail(msg: str, code: int = 2) -> typer.Exit:

@@ -1,8 +1,4 @@
-"""The `serverbench` command line (Typer + Rich).
-
-This module holds the lifecycle commands (doctor, list, install, build); verify, the run
-pipeline and the reports register theirs from `cli_verify`, `cli_run` and `cli_report`.
-"""
+"""The lifecycle commands: doctor, list, install, build, version (the catalog and its rows' state)."""
 from __future__ import annotations
 
 import resource
@@ -13,27 +9,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from serverbench import __version__, cli_bundle, cli_crosscheck, cli_database, cli_profile, cli_report, cli_run
-from serverbench.catalog import build as build_mod
-from serverbench import cli_verify
-from serverbench.catalog import left_out
-from serverbench.catalog import doctor as doctor_mod
-from serverbench import paths
-from serverbench.processes import supervisor
-from serverbench.catalog.manifests import Manifest, select
-from serverbench.cli_common import load_catalog_warn, selected
-from serverbench.console import console, err_console
-from serverbench.catalog.install import install_missing
-from serverbench.store import Store
-from serverbench.verify import kinds
-from serverbench.catalog.workloads import load_workloads
-
-app = typer.Typer(
-    help="Reproducible benchmark of HTTP servers' concurrency models (see SPEC.md).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode="rich",
-)
+from .. import __version__, paths
+from ..catalog import build as build_mod, doctor as doctor_mod, left_out
+from ..catalog.install import install_missing
+from ..catalog.manifests import Manifest, select
+from ..catalog.workloads import load_workloads
+from ..processes import supervisor
+from ..rules import admission
+from ..store import Store
+from .common import load_catalog_warn, selected
+from .console import console, err_console
 
 IdsArg = typer.Argument(None, help="Server ids (folder names under servers/); default: all.",
                         show_default=False)
@@ -56,7 +41,7 @@ def _verified(ms: list[Manifest]) -> dict[str, str]:
             elif v.folder_hash not in (None, build_mod.folder_hash(m)):
                 out[m.id] = "[yellow]stale[/]"
             else:
-                a = kinds.admission(v.checks, v.passed)
+                a = admission.admission(v.checks, v.passed)
                 out[m.id] = _yes(a.admitted) + (" [yellow]*[/]" if a.admitted and (a.deviations or a.features) else "")
     return out
 
@@ -69,13 +54,12 @@ def _verdict_lines(ms: list[Manifest]) -> None:
             v = store.verdict(m.id)
             if v is None or v.folder_hash not in (None, build_mod.folder_hash(m)):
                 continue
-            a = kinds.admission(v.checks, v.passed)
+            a = admission.admission(v.checks, v.passed)
             if a.admitted:
-                for line in kinds.reader_lines(a, workloads):
+                for line in admission.reader_lines(a, workloads):
                     console.print(f"* {m.id}: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command()
 def doctor(ids: Optional[list[str]] = IdsArg) -> None:
     """Show which contestants can be built here (build toolchain), which can run here (built, with their
     run-time needs), their versions and how to install the rest."""
@@ -125,10 +109,10 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
     tools.add_row("open files limit", _yes(hard >= 20000 or hard == resource.RLIM_INFINITY),
                   f"soft {soft}, hard {hard} (servers get the hard limit)")
     console.print(tools)
-    console.print(cli_crosscheck.tools_table())
+    from .views import tools_table
+    console.print(tools_table())
 
 
-@app.command("list")
 def list_servers() -> None:
     """List the contestants: language, concurrency model, whether available, built, verified, and their TLS."""
     cat = load_catalog_warn()
@@ -144,7 +128,6 @@ def list_servers() -> None:
     _verdict_lines(ms)
 
 
-@app.command()
 def install(ids: Optional[list[str]] = IdsArg,
             dry_run: bool = typer.Option(False, "--dry-run", help="Print the commands only.")) -> None:
     """Install missing toolchains from each server.toml's \\[install] table (apt/npm; root only)."""
@@ -152,7 +135,6 @@ def install(ids: Optional[list[str]] = IdsArg,
         console.print(msg, markup=False, highlight=False)
 
 
-@app.command()
 def build(ids: Optional[list[str]] = IdsArg,
           force: bool = typer.Option(False, "--force", help="Rebuild even when up to date."),
           jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
@@ -175,22 +157,15 @@ def build(ids: Optional[list[str]] = IdsArg,
         raise typer.Exit(1)
 
 
-@app.command()
 def version() -> None:
     """Print serverbench's version."""
     console.print(f"serverbench {__version__}")
 
 
-for _mod in (cli_verify, cli_run, cli_report, cli_profile, cli_crosscheck, cli_bundle, cli_database):
-    _mod.register(app)
-
-
-def main() -> None:
-    # SIGTERM/SIGHUP → KeyboardInterrupt, so servers are stopped as on Ctrl-C (see supervisor)
-    supervisor.install_signal_handlers()
-    try:
-        app()
-    except KeyboardInterrupt:
-        supervisor.stop_all()
-        err_console.print("interrupted", style="red")
-        raise SystemExit(130) from None
+def register(app: typer.Typer) -> None:
+    """Add doctor, list, install, build and version to the main app."""
+    app.command()(doctor)
+    app.command("list")(list_servers)
+    app.command()(install)
+    app.command()(build)
+    app.command()(version)

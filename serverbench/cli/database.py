@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_common import fail
+from .common import fail
 from .console import console, err_console
-from .processes import supervisor
+from ..processes import supervisor
 
 POLL_S = 1.0
 
@@ -38,7 +38,7 @@ def database_cmd(
 ) -> None:
     """Start a PostgreSQL of the harness's own with TechEmpower's schema and data, print its DATABASE_URL
     and facts, and keep it until Ctrl-C (then stop it and remove its folder); or --check URL."""
-    from .database import cluster, facts as facts_mod, schema  # psycopg only for this command
+    from ..database import cluster, facts as facts_mod, schema  # psycopg only for this command
 
     try:
         if check is not None:

@@ -1,23 +1,23 @@
-"""CLI command `verify`: the conformance suite per server, rendered check by check."""
+"""A verify verdict on a console: one table per row, or (make bench) one line per row and the checks that
+did not pass; `verify_and_show` verifies rows and prints each verdict as it comes.
+
+The printing half of verification, shared by `serverbench verify` and the build-then-verify step
+(prepare.py); the consoles are the caller's.
+"""
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .cli_common import cpus_option, fail, open_store, selected
-from .console import console, err_console
-from .database.schema import DatabaseError
-from .processes import supervisor
-from .verify import ServerVerdict, verify_servers
-from .verify.dbsetup import database_for
-from .verify.kinds import gates, kind_of
-from .catalog.workloads import load_workloads
+from ..catalog.workloads import load_workloads
+from ..processes import supervisor
+from ..rules.admission import gates, kind_of
+from .dbsetup import database_for
+from .servers import ServerVerdict, verify_servers
 
 
 def _result(name: str, passed: bool, skipped: bool) -> str:
@@ -34,14 +34,17 @@ def _result(name: str, passed: bool, skipped: bool) -> str:
     return "[red]FAIL[/]"
 
 
-def show_verdict(v: ServerVerdict, out: Console = console, *, compact: bool = False) -> None:
+def show_verdict(v: ServerVerdict, out: Console | None = None, *, compact: bool = False,
+                 err: Console | None = None) -> None:
     """The verdict and a table of its checks; `compact` (make bench): one line per row, plus the
-    checks that did not pass, so 32 rows take a screen rather than 1,300 lines."""
+    checks that did not pass, so 32 rows take a screen rather than 1,300 lines. A row that could not be
+    checked goes to `err` (stderr by default)."""
+    out = out or Console()
     if v.problem is not None:
         if v.skipped:
             out.print(f"[dim]skip {v.server}: {v.problem}[/]")
         else:
-            err_console.print(f"[red]✗[/] {v.server}: {v.problem}")
+            (err or Console(stderr=True)).print(f"[red]✗[/] {v.server}: {v.problem}")
         return
     a = v.admission
     notes = ([f"{len(a.deviations)} deviation(s)"] if a.deviations else []) + \
@@ -69,25 +72,28 @@ def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] 
                     allow_unavailable: bool, compact: bool = False,
                     why: dict[str, str] | None = None, db_url: str | None = None,
                     stream: Iterable[Any] | None = None,
-                    held: list[str] | None = None) -> tuple[list[str], list[str]]:
+                    held: list[str] | None = None, out: Console | None = None,
+                    err: Console | None = None) -> tuple[list[str], list[str]]:
     """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither.
     `why`, when given, receives each failed id's failed checks (or its problem), for a summary line.
     When a db row is among them, one PostgreSQL serves them all: the harness's own, or `db_url`'s
     (a DatabaseError names what that one lacks). `stream`: `manifests` (or some of them) in the
     order they become ready to verify (each as its build ends); `held`: a verdict with a failed check
-    is not shown or counted but its id appended there, to be verified again (cli_run.prepare)."""
+    is not shown or counted but its id appended there, to be verified again (prepare.py). `out`, `err`:
+    where the verdicts and the database's problems are printed (the CLI's consoles)."""
+    out, err = out or Console(), err or Console(stderr=True)
     passed: list[str] = []
     failed: list[str] = []
     cpus = server_cpus if server_cpus is not None else supervisor.default_cpu_split()[0]
     with database_for(manifests, cpus, db_url) as db:
         for line in filter(None, (db.problem, db.target and db.target.counts_problem)):
-            err_console.print(f"db checks: {line}", markup=False, highlight=False, soft_wrap=True)
+            err.print(f"db checks: {line}", markup=False, highlight=False, soft_wrap=True)
         for v in verify_servers(manifests if stream is None else stream, store, server_cpus=cpus,
                                 allow_unavailable=allow_unavailable, db=db):
             if held is not None and not v.skipped and any(not r.passed and not r.skipped for r in v.checks):
                 held.append(v.server)
                 continue
-            show_verdict(v, compact=compact)
+            show_verdict(v, out, compact=compact, err=err)
             if not v.skipped:
                 (passed if v.passed else failed).append(v.server)
             if why is not None and not v.skipped and not v.passed:
@@ -97,31 +103,4 @@ def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] 
     return passed, failed
 
 
-def verify_cmd(ids: Optional[list[str]] = typer.Argument(None, help="Server ids; default: all."),
-               allow_unavailable: bool = typer.Option(
-                   False, "--allow-unavailable", help="Skip servers whose toolchain is missing."),
-               server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="e.g. 0 or 0-1"),
-               db: Optional[Path] = typer.Option(None, "--db", help="Results database."),
-               db_url: Optional[str] = typer.Option(
-                   None, "--db-url", metavar="URL",
-                   help="An existing PostgreSQL with TechEmpower's data for the db rows' checks (default: the "
-                        "harness starts its own); counting queries needs pg_stat_statements_reset rights there.")
-               ) -> None:
-    """Check each server against SPEC.md and store the verdict: a failed measurement check keeps a row out
-    of every run, a failed feature check out of the workloads using that feature; deviations are shown."""
-    store = open_store(db)
-    why: dict[str, str] = {}
-    try:
-        passed, failed = verify_and_show(selected(ids), store, server_cpus=cpus_option(server_cpus, "server"),
-                                         allow_unavailable=allow_unavailable, why=why, db_url=db_url)
-    except DatabaseError as e:
-        raise fail(str(e)) from None
-    # The failed checks are named on this last line too: a CI log often keeps only its tail.
-    console.print(f"verified: {len(passed)} passed, {len(failed)} failed"
-                  + (f" ({'; '.join(f'{s}: {why[s]}' for s in failed)})" if failed else ""))
-    if failed:
-        raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("verify")(verify_cmd)
+__all__ = ["show_verdict", "verify_and_show"]

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .cli_common import fail, selected
+from .common import fail, selected
 from .console import console
 
 
@@ -28,8 +28,8 @@ def bundle_cmd(
     """Write the harness, the loadgen, the built rows (no caches) and the wheels of the harness's Python
     packages as OUT.tar.zst, to run them on a machine without their build toolchains or a package index
     (README: "On a bench machine"; BUNDLE.md inside says how)."""
-    from .catalog.bundle import BundleError, write_bundle
-    from .catalog.wheels import WheelError, target
+    from ..catalog.bundle import BundleError, write_bundle
+    from ..catalog.wheels import WheelError, target
     ids = [x for s in servers or [] for x in s.split(",") if x] or None
     ms = selected(ids)
     try:

@@ -13,7 +13,7 @@ of them thousands of times while 336 wait in the accept queue until they time ou
 than `UNFAIR_SHARE` of its slots waiting beyond the timeout is *unfair*: it ranks after the fair rows
 and never sits in a tie or the client-bound block (results/ranking.py).
 
-Pure: imports nothing of the harness; model.py stores a `Fairness` with each cell.
+Pure: the `Fairness` record a cell stores is model.py's; the rules over it are here.
 """
 from __future__ import annotations
 
@@ -22,37 +22,10 @@ from typing import Any, Iterable, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-UNFAIR_SHARE = 0.05  # slots left waiting beyond the timeout, as a share of all slots
+from ..model import UNFAIR_SHARE, Fairness
 
 
-class Fairness(BaseModel):
-    """loadgen's `fairness` object for one process (or shards merged)."""
 
-    model_config = ConfigDict(extra="allow")
-    slots: int
-    served: int
-    completed_sum: int
-    completed_sum_sq: float
-    jain: float | None = None
-    longest_wait_us: float
-    waited_over_timeout: int
-    served_per_s: list[int] = []
-
-    @property
-    def waiting_share(self) -> float:
-        """The share of slots that waited longer than the request timeout."""
-        return self.waited_over_timeout / self.slots if self.slots else 0.0
-
-    @property
-    def unfair(self) -> bool:
-        return self.waiting_share > UNFAIR_SHARE
-
-    @property
-    def min_served_share(self) -> float | None:
-        """The lowest share of slots that completed a request within one second of the window."""
-        if not self.served_per_s or not self.slots:
-            return None
-        return min(self.served_per_s) / self.slots
 
 
 def jain(total: float, total_sq: float, n: int) -> float | None:

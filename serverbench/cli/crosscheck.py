@@ -1,5 +1,5 @@
-"""CLI: `crosscheck` (one workload through several load tools, against the server's count) and the
-load-tools table `doctor` prints. Thin: parses options, runs the session, prints from the aggregation."""
+"""`serverbench crosscheck`: one workload through several load tools, against the server's count. Thin:
+parses options, runs the session, prints from the aggregation (the load-tools table is views.py's)."""
 from __future__ import annotations
 
 import json
@@ -7,28 +7,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
-from .cli_common import cpus_option, fail, open_store, selected
+from .common import cpus_option, fail, open_store, selected
 from .console import console, err_console as err
 
 
-def tools_table() -> Table:
-    """Which load tools `crosscheck` can drive here, their versions and how the project installs them."""
-    from .crosscheck import tools
-    from .rules.tools import DEFAULT_ORDER, get
-    t = Table(title="load tools (serverbench crosscheck)")
-    for col in ("tool", "found", "version", "source", "install"):
-        t.add_column(col, overflow="fold")
-    for name in DEFAULT_ORDER:
-        tool, exe = get(name), tools.find(name)
-        t.add_row(name, "[green]yes[/]" if exe else "[red]no[/]", (tools.version(name) or "") if exe else "",
-                  tool.source, "" if exe else tool.install_hint())
-    return t
-
-
 def _tool_list(spec: str) -> list[str]:
-    from .rules.tools import get
+    from ..rules.tools import get
     names = [x.strip() for x in spec.split(",") if x.strip()]
     for n in names:
         try:
@@ -55,12 +40,12 @@ def crosscheck_cmd(
 ) -> None:
     """Drive servers with one workload through established load tools and loadgen; compare each tool's
     own figures with what the server counted (/tenth?ms=0 counter) and explain the largest disagreement."""
-    from .results import aggregate
-    from .catalog import workloads as wl
-    from .crosscheck.session import CrosscheckError, CrosscheckOptions, run_crosscheck
-    from .exporters import to_markdown
-    from .run_view import RunView
-    from .catalog.workloads import parse_duration
+    from ..results import aggregate
+    from ..catalog import workloads as wl
+    from ..crosscheck.session import CrosscheckError, CrosscheckOptions, run_crosscheck
+    from ..exporters import to_markdown
+    from .views import RunView
+    from ..catalog.workloads import parse_duration
     if duration is not None:
         try:
             parse_duration(duration)
@@ -100,4 +85,4 @@ def register(app: typer.Typer) -> None:
     app.command("crosscheck")(crosscheck_cmd)
 
 
-__all__ = ["register", "tools_table"]
+__all__ = ["register"]
