@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from serverbench.results import aggregate
+from serverbench.results import aggregate, ranking
 from serverbench.catalog import manifests as catalog
 from serverbench.run import runner
 from serverbench.catalog import workloads as wl
@@ -209,3 +209,29 @@ def test_one_saturated_repetition_does_not_put_a_row_in_the_client_bound_block(t
     pt = results.workloads[0].points[0]
     assert [(g.server, g.place, g.client_bound_group) for g in pt.groups] == [
         ("a", 1, True), ("b", 1, True), ("noisy", 3, False)]
+
+
+def test_a_row_within_the_noise_of_the_client_bound_block_joins_its_judgement(tmp_path: Path) -> None:
+    """Issue 49: three rows formed the block while a fourth overlapped it (java-undertow 156.8k–161.2k
+    req/s) and was placed 4th, left out of the glance and of the fixed-rate step. It now shares the
+    block's place range, is named in the glance and measured at the fixed rate with the block."""
+    run, pt = _throughput_run(tmp_path, {"zeta": [140_000, 141_000, 139_000], "alpha": [120_000, 121_000, 119_000],
+                                         "near": [118_000, 123_000, 116_000], "slow": [50_000, 51_000, 49_000]},
+                              saturated={"zeta", "alpha"})
+    assert [(g.server, g.place_text) for g in pt.groups] == [("alpha", "1–3"), ("zeta", "1–3"), ("near", "1–3"),
+                                                              ("slow", "4")]
+    near = pt.groups[2]
+    assert near.tied_with_leader and not near.client_bound_group
+    assert "and near is within the noise of that block" in pt.glance.verdict
+    assert [g.server for g in ranking.unordered_top(pt.groups, "throughput")] == ["alpha", "zeta", "near"]
+    [plan] = aggregate.fixed_rate_plans(Store(tmp_path / "t.db").cells(1))
+    assert plan.servers == ("alpha", "near", "zeta")
+
+
+def test_rows_tied_below_the_top_share_a_place_range(tmp_path: Path) -> None:
+    _, pt = _throughput_run(tmp_path, {"a": [200_000, 201_000, 199_000], "b": [100_000, 104_000, 102_000],
+                                       "c": [101_000, 103_000, 99_000], "d": [50_000, 51_000, 49_000]})
+    assert [(g.server, g.place_text, g.place, g.place_to) for g in pt.groups] == [
+        ("a", "1", 1, 1), ("b", "2–3", 2, 3), ("c", "2–3", 2, 3), ("d", "4", 4, 4)]
+    assert pt.glance.decided and pt.glance.verdict.startswith("a leads beyond noise")
+    assert [g.figures.standing.place_to for g in pt.groups] == [1, 3, 3, 4]

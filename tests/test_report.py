@@ -109,7 +109,8 @@ def test_markdown_ranked_by_requests_per_second(built) -> None:
     ranked = [r for r in rows if r[0] != "—"]
     rps = [float(r[4].replace(",", "")) for r in ranked]
     assert len(ranked) == 5 and rps == sorted(rps, reverse=True)
-    assert [r[0] for r in ranked] == ["1", "2", "3", "4", "5"]
+    # the two rows whose intervals overlap share one place range: no order inside the noise (issue 49)
+    assert [r[0] for r in ranked] == ["1", "2", "3–4", "3–4", "5"]
     assert rows[-1][1] == "elixir-cowboy" and rows[-1][4] == "skipped"
     assert "### sweep · c=1024" in md  # multi-point workloads get a table per point
 

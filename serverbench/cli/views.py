@@ -96,7 +96,7 @@ def summary_table(results: RunResults) -> Table:
             t.add_row("–", g.server, g.workload, g.point, "0", "–", "–", "–", " ".join(notes))
             continue
         cv = f"{tput.cv:.1%}" if tput.n > 1 else "–"
-        t.add_row(str(g.place), g.server, g.workload, g.point, str(tput.n), f"{tput.median:,.0f}", cv,
+        t.add_row(g.place_text, g.server, g.workload, g.point, str(tput.n), f"{tput.median:,.0f}", cv,
                   fmt_us(f.latency.p99_us), " ".join(notes))
     return t
 

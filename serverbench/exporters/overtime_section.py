@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..results.aggregate import Group, WorkloadData
 from ..results.formatting import fmt_num, fmt_us
+from ..overtime.figures import verdict_text
 from ..overtime.overload import RULES, RULES_INTRO
 
 OVERLOAD_HEADERS = ["place", "server", "model", "peak successful responses/s", "verdict", "why", "p90 at peak",
@@ -36,14 +37,14 @@ def _mib(b: float | None) -> str:
 def cells(g: Group, kind: str) -> list[str]:
     """One server's row (plain text)."""
     f = g.figures
-    head = [str(g.place or "—"), g.server + (" ⚠" if g.warnings else ""), g.model]
+    head = [g.place_text, g.server + (" ⚠" if g.warnings else ""), g.model]
     if g.throughput is None:
         status = g.bad[0].status if g.bad else "no data"
         return head + [status] + ["—"] * (len(headers(kind)) - 4)
     t = f.over_time
     if kind == "overload":
         died = f"{t.server_died_at_s:.1f} s" if t.server_died_at_s is not None else "—"
-        return head + [fmt_num(t.peak_ok_rps), t.verdict or "—", t.verdict_reason or "—", fmt_us(t.p90_at_peak_us),
+        return head + [fmt_num(t.peak_ok_rps), verdict_text(t) or "—", t.verdict_reason or "—", fmt_us(t.p90_at_peak_us),
                        fmt_us(t.p90_end_us), fmt_num(f.counts.timeouts), fmt_num(f.usage.rss_peak_mib, 0), died,
                        fmt_num(t.others_cpu_percent)]
     rate = fmt_num(f.rate.rps_median) + (" (did not hold)" if f.standing.held is False else "")

@@ -69,7 +69,7 @@ def throughput_table(pt: PointData, capacity: bool) -> str:
     rows = []
     for g in pt.measured:
         t = g.throughput
-        rows.append([str(g.place), _srv(g), esc(g.model), esc(rate_cell(g)), esc(interval_cell(g)), fmt_num(t.min),
+        rows.append([g.place_text, _srv(g), esc(g.model), esc(rate_cell(g)), esc(interval_cell(g)), fmt_num(t.min),
                      fmt_num(t.max), f"{t.cv:.1%}" if t.n > 1 else "—", esc(errors_cell(g)),
                      esc(served_cell(g)), f"{t.n}" + (f" (+{len(g.bad)} failed)" if g.bad else "")])
     what = "capacity req/s" if capacity else "successful req/s"
@@ -79,7 +79,7 @@ def throughput_table(pt: PointData, capacity: bool) -> str:
 
 def efficiency_table(pt: PointData) -> str:
     """The fixed-rate step's point: server CPU per request at one common rate, p99 and the projection."""
-    rows = [[str(g.place), _srv(g), esc(g.model), fmt_num(g.cpu_us_per_request, 2), esc(interval_cell(g)),
+    rows = [[g.place_text, _srv(g), esc(g.model), fmt_num(g.cpu_us_per_request, 2), esc(interval_cell(g)),
              fmt_us(g.latency["p99"]), esc(rate_cell(g)), esc(errors_cell(g)), esc(projected_cell(g))]
             for g in pt.measured]
     return table(["#", "server", "model", "server CPU µs/request", "interval (coverage)", "p99 (all due)",
@@ -87,7 +87,7 @@ def efficiency_table(pt: PointData) -> str:
 
 
 def fixed_load_table(pt: PointData) -> str:
-    rows = [[str(g.place), _srv(g), esc(g.model), fmt_us(g.latency["p99"]), esc(interval_cell(g)),
+    rows = [[g.place_text, _srv(g), esc(g.model), fmt_us(g.latency["p99"]), esc(interval_cell(g)),
              fmt_us(g.answered_p99_us),
              fmt_num(g.timeouts), fmt_num(g.cpu_us_per_request, 1), esc(rate_cell(g)), esc(errors_cell(g))]
             for g in pt.measured]

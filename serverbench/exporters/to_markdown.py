@@ -115,7 +115,7 @@ def db_note(groups: list[Group]) -> str:
 
 def _row(g: Group, kind: str) -> list[str]:
     mark = " ⚠" if g.warnings else ""
-    head = [str(g.place), g.server + mark, g.language, g.model]
+    head = [g.place_text, g.server + mark, g.language, g.model]
     cpu_req = fmt_num(g.cpu_us_per_request, 1)
     if kind in FIXED_DEMAND:
         return head + [fmt_us(g.latency["p99"]), interval_cell(g), fmt_us(g.answered_p99_us), f"{g.timeouts:,}",

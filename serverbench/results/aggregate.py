@@ -74,7 +74,8 @@ class Group:
     run_id: int = 0
     ok: list[CellRecord] = field(default_factory=list)
     bad: list[CellRecord] = field(default_factory=list)  # failed / skipped
-    place: int | None = None
+    place: int | None = None  # the first place of the range it shares with the rows its figure cannot order
+    place_to: int | None = None  # the last place of that range (== place when it is alone)
     kind: str = "throughput"
     deviations: list[str] = field(default_factory=list)  # the row's verify deviations (RunResults.deviations)
     tied_with_leader: bool = False  # set by collect(): within noise of its point's first row
@@ -90,6 +91,13 @@ class Group:
     @property
     def language(self) -> str:
         return self.info.get("language") or ""
+
+    @property
+    def place_text(self) -> str:
+        """The place as a reader sees it: "3", or "1–7" for a range the figure cannot order."""
+        if self.place is None:
+            return "—"
+        return str(self.place) if self.place_to in (None, self.place) else f"{self.place}–{self.place_to}"
 
     def values(self, pick: Pick) -> list[float]:
         """The repetitions' values of one CellMetrics figure (non-numbers skipped)."""
@@ -463,10 +471,11 @@ def _point(label: str, at_point: list[Group], kind: str, by_key: dict[tuple[str,
         by_key[(at_point[0].workload, label, f.server)].cpu_findings.append(f)
     ranked, places = ranking.order(at_point, kind)
     block = ranking.client_block(ranked, kind)
-    for g, place in zip(ranked, places):
-        g.place = place
+    for g, span in zip(ranked, places):
+        g.place, g.place_to = span if span is not None else (None, None)
         g.client_bound_group = g in block
-        g.tied_with_leader = g is not ranked[0] and place is not None and ranking.tied(ranked[0], g, kind)
+        # within the first row's place range: the figure does not order it against the leader
+        g.tied_with_leader = g is not ranked[0] and span is not None and span == places[0]
     return PointData(label, ranked, kind)
 
 

@@ -31,6 +31,7 @@ class Standing(FigureGroup):
     """Where the row placed and whether its figures count as they are: errors, a rate not held."""
 
     place: int | None = None
+    place_to: int | None = None  # the last place of the range it shares with rows its figure cannot order
     degraded: bool = False
     error_share: float | None = None
     held: bool | None = None
@@ -52,7 +53,7 @@ class Rate(FigureGroup):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_level: float | None = None
-    tied_with_leader: bool = False  # its interval overlaps the leader's: not ordered against it
+    tied_with_leader: bool = False  # in the leader's place range: its figure is not ordered against the leader's
     client_bound_group: bool = False  # one of ≥ 2 client-bound rows shown together as "at least X"
     noisy: bool = False
     capacity_rps: float | None = None
@@ -211,7 +212,7 @@ def flat_figures(g: Any) -> GroupFigures:
         run_id=g.run_id, workload=g.workload, point=g.point, server=g.server,
         language=g.language, model=g.model, framework=g.info.get("framework") or "",
         runtime=g.info.get("runtime") or "", kind=g.kind, ranked_by=ranking.rank_metric(g.kind)[0],
-        standing=Standing(place=g.place, degraded=g.degraded, error_share=g.error_share, held=g.held,
+        standing=Standing(place=g.place, place_to=g.place_to, degraded=g.degraded, error_share=g.error_share, held=g.held,
                           target_rate=g.target_rate, reps_ok=len(g.ok), reps_failed=len(g.bad)),
         rate=_rate(g),
         latency=GroupLatency(**{f"{k}_us": g.latency[k] for k in PCTS}, max_us=g.latency["max"],

@@ -100,47 +100,72 @@ def client_block(groups: list[Group], kind: str) -> list[Group]:
     return block if len(block) >= 2 else []
 
 
-def unordered_top(groups: list[Group], kind: str) -> list[Group]:
-    """The rows at the top of a throughput table that its own figure cannot order, which the
-    fixed-rate step measures again: the client-bound block when the first row is in it, else the
-    first row and every row tied with it within the repetitions' noise (a clean, fair, steady first
-    row; `tied` keeps degraded, unfair and unsteady rows out). Empty when the first row leads alone.
-    On the 2-core VM the block never formed (the client at 85 % of its CPU) while 7 rows tied at the
-    top: without this, the headline answer was "no single leader"."""
-    if kind not in CLIENT_BOUND_KINDS:
-        return []
-    ranked = sorted((g for g in groups if g.throughput is not None), key=lambda g: rank_key(g, kind))
-    if len(ranked) < 2:
-        return []
-    block = client_block(ranked, kind)
-    if block:
-        return block if ranked[0] in block else []
-    first = ranked[0]
-    if first.degraded or first.not_steady or first.unfair or first.throughput is None or first.throughput.n < 2:
-        return []
-    top = [first, *(g for g in ranked[1:] if tied(first, g, kind))]
-    return top if len(top) >= 2 else []
-
-
-def order(groups: list[Group], kind: str) -> tuple[list[Group], list[int | None]]:
-    """(groups best first, their places): rank_key's order, except that a client-bound block
-    (client_block) sits where its best row would, listed by name, all at one place."""
+def _arranged(groups: list[Group], kind: str) -> tuple[list[Group], list[Group]]:
+    """(groups best first by rank_key, with a client-bound block where its best row would be, listed by
+    name; the block)."""
     ranked = sorted(groups, key=lambda g: rank_key(g, kind))
     block = client_block(ranked, kind)
     if block:
         at = ranked.index(block[0])
         rest = [g for g in ranked if g not in block]
         ranked = rest[:at] + sorted(block, key=lambda g: g.server) + rest[at:]
-    places: list[int | None] = []
-    n = 0
-    for i, g in enumerate(ranked):
-        if g.throughput is None:
-            places.append(None)
-            continue
-        n += 1
-        shared = g in block and i > 0 and ranked[i - 1] in block
-        places.append(places[-1] if shared else n)
-    return ranked, places
+    return ranked, block
+
+
+def _span_end(measured: list[Group], i: int, kind: str, block: list[Group]) -> int:
+    """The index of the last row sharing row i's place: the end of a client-bound block row i starts,
+    or further, the last row after it tied with row i (or with a member of its block). The rows in
+    between share it too: a row ranked between two rows the figure cannot order is not ordered either."""
+    heads = [measured[i]]
+    end = i
+    if measured[i] in block:
+        end = max(j for j, g in enumerate(measured) if g in block)
+        heads = list(block)
+    for j in range(end + 1, len(measured)):
+        if any(tied(h, measured[j], kind) for h in heads):
+            end = j
+    return end
+
+
+def unordered_top(groups: list[Group], kind: str) -> list[Group]:
+    """The rows at the top of a throughput table that its own figure cannot order, which the
+    fixed-rate step measures again and the glance judges together: the client-bound block when the
+    first row is in it, or the first row, with every row down to the last one tied with it (or with a
+    block member) within the repetitions' noise (a clean, fair, steady first row; `tied` keeps
+    degraded, unfair and unsteady rows out). Empty when the first row leads alone. On the 2-core VM
+    the block never formed (the client at 85 % of its CPU) while 7 rows tied at the top; later three
+    rows formed the block while seven more overlapped the leader's interval (java-undertow
+    156.8k–161.2k req/s) and were neither named nor measured at the fixed rate: a tie is a tie, block
+    or not."""
+    if kind not in CLIENT_BOUND_KINDS:
+        return []
+    measured, block = _arranged([g for g in groups if g.throughput is not None], kind)
+    if len(measured) < 2:
+        return []
+    first = measured[0]
+    if block and first not in block:
+        return []
+    if not block and (first.degraded or first.not_steady or first.unfair or first.throughput.n < 2):
+        return []
+    top = measured[:_span_end(measured, 0, kind, block) + 1]
+    return top if len(top) >= 2 else []
+
+
+def order(groups: list[Group], kind: str) -> tuple[list[Group], list[tuple[int, int] | None]]:
+    """(groups best first, their places as (first, last) ranges): rank_key's order, except that a
+    client-bound block (client_block) sits where its best row would, listed by name. Rows the figure
+    cannot order share one place range (_span_end): a block and the rows tied with its members, a row
+    and the rows down to the last one tied with it. A place inside a range is never an order."""
+    ranked, block = _arranged(groups, kind)
+    measured = [g for g in ranked if g.throughput is not None]
+    spans: dict[int, tuple[int, int]] = {}
+    i = 0
+    while i < len(measured):
+        end = _span_end(measured, i, kind, block)
+        for j in range(i, end + 1):
+            spans[id(measured[j])] = (i + 1, end + 1)
+        i = end + 1
+    return ranked, [spans.get(id(g)) for g in ranked]
 
 
 def figure_stats(g: Group, kind: str) -> Stats | None:
@@ -196,11 +221,15 @@ def glance(groups: list[Group], kind: str, efficiency: list[Group] | None = None
     if len(measured) == 1:
         return Glance(metric, why, first, f"{first.server} is the only row measured", False)
     block = client_block(measured, kind)
+    top = unordered_top(measured, kind)
     if block and first in block:
         floor = min(g.throughput.median for g in block if g.throughput is not None)
         head = (f"{_names([g.server for g in block])} each served at least {floor:,.0f} req/s, limited by the "
                 "load generator on this machine")
-        ordered = _block_order(block, efficiency or [])
+        near = [g.server for g in top if g not in block]
+        if near:
+            head += f", and {_names(near)} {'is' if len(near) == 1 else 'are'} within the noise of that block"
+        ordered = _block_order(top or block, efficiency or [])
         if ordered is None:
             return Glance(metric, why, first, f"no order at the top: {head}", False)
         return Glance(metric, why, first, f"{head}; {ordered[0]}", ordered[1])
@@ -215,7 +244,9 @@ def glance(groups: list[Group], kind: str, efficiency: list[Group] | None = None
     if min(a.n, b.n) < 2:
         return Glance(metric, why, first, f"{first.server} first ({lead}); 1 repetition: not judged against "
                                           "noise — run with --repeat 3", False)
-    ties = [g for g in measured[1:] if tied(first, g, kind)]
+    # the rows the figure cannot order against the first: the top's place range where the fixed-rate
+    # step measures it (every one of them judged there), else the rows tied with the first
+    ties = top[1:] if top else [g for g in measured[1:] if tied(first, g, kind)]
     if not ties:
         return Glance(metric, why, first, f"{first.server} leads beyond noise ({lead})", True)
     tie = (f"no single leader: {_names([first.server, *(g.server for g in ties)])} are tied "
