@@ -11,6 +11,7 @@ import typer
 from serverbench.cli import seeds as cli_report
 from serverbench.model import RunOptions
 from serverbench.run.lifecycle import MatrixResult
+from serverbench.results import pick_runs
 from serverbench.seeds import plan, runs
 from serverbench.seeds.studies import Study, load_all
 from serverbench.store import Store
@@ -130,7 +131,7 @@ def test_the_section_reads_the_run_with_most_of_the_rows_newest_among_equals(mon
     def load(store, rid):
         loaded.append(rid)
         return None, NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[NS(server="a")])])])
-    monkeypatch.setattr(runs.aggregate, "load", load)
+    monkeypatch.setattr(pick_runs.aggregate, "load", load)
     got = runs.latest(NS(runs=lambda: stored, measured_workloads=lambda: cells), [n])
     assert got.runs == {"w1": 3} and got.newest.id == 3 and loaded == [3]
     assert "w1 from run 3" in got.sources()
@@ -141,7 +142,7 @@ def test_a_run_without_figures_for_the_workload_is_passed_over(monkeypatch) -> N
     stored = [_run(1, "finished"), _run(2, "finished")]
     empty = NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[])])])
     full = NS(workloads=[NS(name="w1", points=[NS(label="p", groups=[NS(server="a")])])])
-    monkeypatch.setattr(runs.aggregate, "load", lambda store, rid: (None, full if rid == 1 else empty))
+    monkeypatch.setattr(pick_runs.aggregate, "load", lambda store, rid: (None, full if rid == 1 else empty))
     cells = {1: {"w1"}, 2: {"w1"}}
     assert runs.latest(NS(runs=lambda: stored, measured_workloads=lambda: cells), [n]).runs == {"w1": 1}
 
@@ -206,3 +207,14 @@ def test_each_table_takes_its_rows_versions_from_the_run_that_measured_its_workl
     assert ["c", "13", "381", "c-epoll", "gcc 12", "50,000"] in section.rows(c, newest, measured)
     # a single run: its own fingerprint, as before
     assert ["c", "13", "381", "c-epoll", "—", "50,000"] in section.rows(c, newest, NS(workloads=[wl]))
+
+
+def test_texts_name_the_run_they_read() -> None:
+    """Issue 50: reading one run per workload, no text says "this run": a table names the run its
+    workload came from, a workload no stored run measured says so, a claim's evidence names its run."""
+    from serverbench.seeds import section
+    measured = runs.Measured(workloads=[], runs={"prantl-wrk": 4}, newest=NS(id=4, fingerprint={}))
+    text = "\n".join(section.markdown(measured.newest, measured, load_all(), everything=True))
+    assert "(not measured in any stored run)" in text and "this run" not in text
+    one = "\n".join(section.markdown(NS(id=3, fingerprint={}), NS(workloads=[]), load_all(), everything=True))
+    assert "(not measured in this run)" in one

@@ -5,9 +5,14 @@ verify/prepare.py's).
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import typer
 from rich.console import Console
+from rich.table import Table
+
+from ..rules import needs as needs_rule
 
 from .common import fail, selected
 from .console import console, err_console as err
@@ -85,4 +90,101 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = 
     return profiles
 
 
-__all__ = ["finish", "measure", "ready_rows", "run_profiles"]
+def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: str) -> Table:
+    """The needs (rules/needs.Need) as a table: rows, repetitions, planned load, met / resumed / to measure."""
+    t = Table(title=title, title_justify="left")
+    for h in ("workload", "rows", "repetitions", "memory ceiling", "planned load", "stored", "for"):
+        t.add_column(h, overflow="fold")
+    runs = store.runs()
+    for n in needs:
+        done, stopped = needs_rule.stored_for(runs, n)
+        state = (f"met by run {done.id}" if done else f"resume run {stopped.id}" if stopped else "to measure")
+        t.add_row(n.workload, ", ".join(n.rows), str(n.repeat), n.memory_limit or "—",
+                  f"{planned[n.workload] / 60:.1f} min", state, "; ".join(n.why))
+    return t
+
+
+def planned_seconds(needs: list[Any], full: bool) -> dict[str, float]:
+    """Planned load seconds per need: the workload's warm-up and points × rows × repetitions (server
+    starts and warm-up rounds to a steady rate come on top)."""
+    from ..catalog import workloads as wl
+    ws = wl.load_workloads()
+    return {n.workload: ws[n.workload].size(full).planned_seconds() * len(n.rows) * n.repeat for n in needs}
+
+
+def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False) -> list[int]:
+    """Measure every need (rules/needs.Need) not yet met by a stored run, resuming one interrupted for
+    it; the run ids used, in the needs' order. Before each run, a line with the runs left and the time
+    they are planned to take, scaled by how the runs measured so far compared with their plan (an ETA
+    across runs; each run shows its own bar). Ctrl-C stops after storing the finished cells: `again`
+    resumes."""
+    rows = list(dict.fromkeys(r for n in needs for r in n.rows))
+    ready = {m.id: m for m in ready_rows(selected(rows), store)}
+    planned = planned_seconds(needs, full)
+    used: list[int] = []
+    eta = _Eta(sum(planned.values()))
+    for i, n in enumerate(needs):
+        have = tuple(r for r in n.rows if r in ready)
+        if not have:
+            console.print(f"[yellow]{n.workload}: none of {', '.join(n.rows)} passed verify; not measured[/]")
+            eta.skip(planned[n.workload])
+            continue
+        need = needs_rule.Need(n.workload, have, n.repeat, n.memory_limit, n.why)
+        if (busy := needs_rule.in_flight(store.runs(), need)) is not None:
+            raise fail(f"{n.workload}: run {busy.id} is being measured by process "
+                       f"{(busy.owner or '?').split('@')[0]}; wait for it or stop that process, then run this again", 1)
+        done, stopped = needs_rule.stored_for(store.runs(), need)
+        if done is not None:
+            console.print(f"{n.workload}: already measured in run {done.id}")
+            used.append(done.id)
+            eta.skip(planned[n.workload])
+            continue
+        console.print(f"[bold]{n.workload}[/] ({i + 1} of {len(needs)}): {eta.line()}")
+        t0 = time.monotonic()
+        result = _measure_need(store, need, stopped, [ready[r] for r in have], full)
+        took = time.monotonic() - t0
+        eta.done(planned[n.workload], took)
+        console.print(f"{n.workload}: run {result.run_id} {result.status} in {took / 60:.1f} min")
+        if result.status == "interrupted":
+            console.print(f"[yellow]interrupted[/]: {again} continues it")
+            raise typer.Exit(130)
+        used.append(result.run_id)
+    return used
+
+
+def _measure_need(store: Any, need: Any, stopped: Any, manifests: list[Any], full: bool) -> Any:
+    """One need's run: the stopped one resumed, else a new one with the need's options."""
+    from ..catalog import workloads as wl
+    from ..model import RunOptions
+    if stopped is not None:
+        console.print(f"{need.workload}: resuming run {stopped.id}")
+        result = measure(store, RunOptions(), resume=stopped.id)
+    else:
+        opts = RunOptions.from_dict({**need.options(), "full": full})
+        result = measure(store, opts, manifests=manifests, workloads=wl.select(wl.load_workloads(), [need.workload]))
+    return result
+
+
+class _Eta:
+    """The time the runs left are planned to take, scaled by measured ÷ planned of the runs done (server
+    starts and warm-ups to a steady rate come on top of a plan's load seconds)."""
+
+    def __init__(self, planned_s: float) -> None:
+        self.left, self.planned_done, self.measured = planned_s, 0.0, 0.0
+
+    def skip(self, planned_s: float) -> None:
+        self.left -= planned_s
+
+    def done(self, planned_s: float, measured_s: float) -> None:
+        self.left -= planned_s
+        self.planned_done += planned_s
+        self.measured += measured_s
+
+    def line(self) -> str:
+        if self.planned_done <= 0:
+            return f"{self.left / 60:.0f} min of load planned for the runs left (starts and warm-ups on top)"
+        factor = self.measured / self.planned_done
+        return (f"about {self.left * factor / 60:.0f} min left (the runs so far took {factor:.1f}× their "
+                f"planned load)")
+
+__all__ = ["finish", "measure", "measure_needs", "plan_table", "planned_seconds", "ready_rows", "run_profiles"]

@@ -10,9 +10,12 @@ tlsfigures.py   a TLS point's figures from loadgen's `tls` object, and the hands
 saturation.py   the client-bound rule, once: a client at 90 % of the cores it could use limited the figures
 fairness.py     connection fairness: the merge of shards' per-slot figures and the *unfair* rule
 admission.py    what each verify check protects and what a row's verdict lets it run
+needs.py        what a measuring command needs stored (one run per workload), and which stored run meets it
+agreement.py    when a row's repetitions agree on a verdict: all the same, else *split* with the counts
 
 May import: paths, model (a workload point is read through a Protocol: rules/ is below catalog/).
 Hands out the warm-up rule, the sweep, the merge, the fingerprint's normal form, the tool table, the TLS figures,
 the client-bound rule, the fairness rule and admission to verify, run, cluster, crosscheck (which apply them) and
-results, exporters (which read them).
+results, exporters (which read them); the repetitions' agreement to overtime and results (the overload and noisy
+verdicts) and seeds (a claim on a split row is not settled).
 """

@@ -23,8 +23,8 @@ NOTE = ("Each study's table as it published it (seeds/*.toml), beside the figure
         "percentile of the merged histograms. A pair is two published rows' counterparts: it keeps its order, "
         "flips, or is not ordered (one published row for several servers, overlapping ranges, equal figures; "
         "here, two requests/s medians within their repetitions' noise); "
-        "Kendall's tau-b over the same pairs. A flip's cause is named only where the study's own figures or this "
-        "run's stored ones show it, for the row the study placed behind: broken keep-alive (its socket errors at "
+        "Kendall's tau-b over the same pairs. A flip's cause is named only where the study's own figures or the "
+        "run read's stored ones show it, for the row the study placed behind: broken keep-alive (its socket errors at "
         "least a tenth of its requests), a client-bound study (its figure within 10 % of the client ceiling the "
         "study states), measured cold (here the row's first warm-up second gave at most half its steady rate, "
         "and the published method names no warm-up); otherwise it says unexplained. Hardware and versions "
@@ -32,7 +32,8 @@ NOTE = ("Each study's table as it published it (seeds/*.toml), beside the figure
 HEADERS = ["published row", "place", "published", "serverbench row", "version here", "here"]
 CLAIMS_NOTE = ("Each claim answered from the stored figures of the run read for its workload only, by the rule "
                "beside it: yes when every row (or pair) measured matches, no when none does, partly when some do, "
-               "not measured when that run has no figure to answer it.")
+               "not measured when that run has no figure to answer it, not settled when a row's repetitions gave "
+               "different verdicts (split: never answered from the most common one), with what would settle it.")
 LeftOuts = dict[str, left_out_file.LeftOut]
 
 
