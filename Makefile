@@ -7,7 +7,7 @@ SB := $(VENV)/bin/serverbench
 LOADGEN := loadgen/target/release/loadgen
 export CARGO_BUILD_JOBS ?= 2
 
-.PHONY: bench seeds test system venv loadgen tools build verify pytest cargo-test clean crosscheck-tools
+.PHONY: bench seeds study test system venv loadgen tools build verify pytest cargo-test clean crosscheck-tools
 
 bench: system venv loadgen
 	$(SB) bench
@@ -17,6 +17,12 @@ bench: system venv loadgen
 # interruption: it resumes. `$(SB) seeds --plan` prints the plan only.
 seeds: system venv loadgen
 	$(SB) seeds --measure
+
+# Every row on every kind of work the report's profile table shows (issue 49): quick sizes, 3 repetitions,
+# one run per workload, then the report. Resumable: run it again after an interruption.
+# `$(SB) study --plan` prints the plan and its planned load only.
+study: system venv loadgen
+	$(SB) study
 
 test: system venv loadgen tools
 	$(VENV)/bin/pytest -q tests

@@ -6,6 +6,7 @@ verify.py     verify
 run.py        run (and --resume), workloads, results, bench
 report.py     report, export, compare
 seeds.py      seeds (and --measure): the published studies re-measured
+study.py      study: every row on every kind of work of the profile table, resumable, then the report
 profile.py    profile: the cost of ownership
 crosscheck.py crosscheck: one workload through the peer load tools
 bundle.py     bundle: the harness and built rows for a bench machine

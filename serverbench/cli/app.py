@@ -7,7 +7,7 @@ from __future__ import annotations
 import typer
 
 from ..processes import supervisor
-from . import bundle, crosscheck, database, lifecycle, profile, report, run, seeds, verify
+from . import bundle, crosscheck, database, lifecycle, profile, report, run, seeds, study, verify
 from .console import err_console
 
 app = typer.Typer(
@@ -17,7 +17,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-for _commands in (lifecycle, verify, run, report, seeds, profile, crosscheck, bundle, database):
+for _commands in (lifecycle, verify, run, report, seeds, study, profile, crosscheck, bundle, database):
     _commands.register(app)
 
 

@@ -99,7 +99,7 @@ def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: s
     for n in needs:
         done, stopped = needs_rule.stored_for(runs, n)
         state = (f"met by run {done.id}" if done else f"resume run {stopped.id}" if stopped else "to measure")
-        t.add_row(n.workload, ", ".join(n.rows), str(n.repeat), n.memory_limit or "—",
+        t.add_row(n.workload, ", ".join(n.rows) if len(n.rows) <= 8 else f"{len(n.rows)} rows", str(n.repeat), n.memory_limit or "—",
                   f"{planned[n.workload] / 60:.1f} min", state, "; ".join(n.why))
     return t
 

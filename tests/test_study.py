@@ -1,0 +1,72 @@
+"""`serverbench study` (issue 49): every row on every kind of work of the profile table, one resumable run
+per workload through the one runner (replaced here by a stand-in that stores runs), then the report."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from serverbench.cli import app, steps, study
+from serverbench.exporters import report
+from serverbench.results.profile_columns import COLUMNS
+from serverbench.run.lifecycle import MatrixResult
+from serverbench.store import Store
+
+
+class _Runner:
+    """Stands in for steps.measure: stores a run with the options it is given, finishing it, or ending it
+    'interrupted' on the calls listed in `interrupt`."""
+
+    def __init__(self, interrupt: set[int]) -> None:
+        self.calls: list[tuple[str, int, list[str] | None]] = []
+        self.interrupt = interrupt
+
+    def __call__(self, store: Store, opts: Any, manifests: Any = None, workloads: Any = None, resume: Any = None,
+                 **kw: Any) -> MatrixResult:
+        rid = resume if resume is not None else store.new_run({}, opts.to_dict())
+        status = "interrupted" if len(self.calls) in self.interrupt else "finished"
+        self.calls.append(("resume" if resume is not None else "new", rid,
+                           None if resume is not None else [w.name for w in workloads]))
+        store.finish_run(rid, status)
+        return MatrixResult(rid, status)
+
+
+def test_the_study_measures_each_profile_workload_once_resumes_and_writes_the_report(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    db = tmp_path / "r.db"
+    runner = _Runner(interrupt={2})
+    written: list[int] = []
+    monkeypatch.setattr(steps, "ready_rows", lambda ms, st: [m for m in ms if m.id in ("c-epoll", "go-nethttp")])
+    monkeypatch.setattr(steps, "measure", runner)
+    monkeypatch.setattr(report, "write_report", lambda store, rid, out: written.append(rid) or
+                        type("P", (), {"html": "h", "markdown": "m", "csv": "c"})())
+    workloads = study.study_workloads()
+    assert workloads[0] == COLUMNS[0].sources[0].workload and len(workloads) == len(set(workloads)) >= 8
+
+    out = CliRunner().invoke(app, ["study", "--servers", "c-epoll,go-nethttp,nim", "--db", str(db)])
+    assert out.exit_code == 130, out.output  # the third run was interrupted: the study stops there
+    assert [c[2] for c in runner.calls] == [[w] for w in workloads[:3]]
+    assert "continues it" in out.output and written == []
+    stored = Store(db).run(1).options
+    # nim did not pass verify: the runs name the rows that did, at 3 repetitions
+    assert stored["servers"] == ["c-epoll", "go-nethttp"] and stored["repeat"] == 3
+
+    again = CliRunner().invoke(app, ["study", "--servers", "c-epoll,go-nethttp,nim", "--db", str(db)])
+    assert again.exit_code == 0, again.output
+    assert runner.calls[3] == ("resume", 3, None)  # the interrupted run resumed, the two finished ones kept
+    assert [c[2] for c in runner.calls[4:]] == [[w] for w in workloads[3:]]
+    assert f"{workloads[0]}: already measured in run 1" in again.output
+    assert written == [len(workloads)]  # the report of the newest run, which gathers the others
+    assert "about" in again.output and "min left" in again.output  # the ETA across runs
+
+
+def test_study_plan_prints_the_planned_load_and_measures_nothing(tmp_path: Path, monkeypatch) -> None:
+    runner = _Runner(interrupt=set())
+    monkeypatch.setattr(steps, "measure", runner)
+    out = CliRunner().invoke(app, ["study", "--plan", "--servers", "c-epoll", "--db", str(tmp_path / "r.db")],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "planned load" in out.output and runner.calls == []
+    for w in study.study_workloads():
+        assert w in out.output
