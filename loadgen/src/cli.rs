@@ -1,6 +1,6 @@
 //! Command line (fixed in docs/DESIGN.md) and its validation into a `Config`.
 
-use crate::request::{parse_url, Body, RequestSpec};
+use crate::protocol::request::{parse_url, Body, RequestSpec};
 use crate::schedule::Schedule;
 use crate::units::{flag_duration, Think};
 use crate::net::Backend;
@@ -231,7 +231,7 @@ pub struct Config {
     /// Noise beside the load (--noise), this shard's share.
     pub noise: Option<crate::noise::NoiseConfig>,
     /// `https://`: --tls-ca, --tls-resume and the client configuration.
-    pub tls: Option<crate::tls::TlsOptions>,
+    pub tls: Option<crate::transport::tls::TlsOptions>,
     pub output: OutputTo,
 }
 
@@ -427,7 +427,7 @@ impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let request = request_of(&a)?;
         let t = &request.target;
-        let tls = crate::tls::options_of(t.tls, &t.host, a.tls_ca.as_deref(), a.tls_resume, a.noise.noise.is_some())?;
+        let tls = crate::transport::tls::options_of(t.tls, &t.host, a.tls_ca.as_deref(), a.tls_resume, a.noise.noise.is_some())?;
         let mode = mode_of(&a)?;
         check_counts(&a, mode)?;
         check_mode_flags(&a, mode)?;

@@ -1,17 +1,20 @@
 //! The epoll backend (`--io epoll`): non-blocking sockets on a mio poll,
 //! edge-triggered. Per request one write and one read; no epoll_ctl on the
 //! request path (a connection is registered once, for both directions).
-//! Over TLS the same writes and reads carry rustls records (`flush_tls`,
-//! `read_tls`).
+//! Owns: the sockets and the poll. Reads and writes go through the
+//! connection's transport link (`Conn::read_from`, `Conn::write_to`), so the
+//! same syscalls carry plaintext or TLS records without this file knowing
+//! which. May use: `net` (the machinery it reports to), `transport::tcp`'s
+//! connect check, `timer`, `record`'s error classes.
 
 use crate::models::Model;
 use crate::net::{Net, Sockets};
 use crate::record::ErrorClass;
 use crate::timer::TimerFd;
-use crate::tls::Short;
+use crate::transport::tcp::connect_state;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -97,52 +100,16 @@ impl Sockets for Epoll {
     }
 }
 
-/// Write what is buffered. Returns false if the connection failed.
+/// Write what is buffered (through the link: over TLS, handshake messages
+/// and records). Returns false if the connection failed.
 fn flush<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant) -> bool {
     let c = &mut net.conns[i];
     if !c.connected {
         return true;
     }
-    if net.plan.tls.is_some() {
-        return flush_tls(net, m, i, now);
-    }
-    while c.wpos < c.wbuf.len() {
-        let Some(s) = net.sock.socks[i].as_mut() else { return true };
-        match s.write(&c.wbuf[c.wpos..]) {
-            Ok(0) => break,
-            Ok(n) => c.wpos += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if c.wpos == c.wbuf.len() {
-        c.wbuf.clear();
-        c.wpos = 0;
+    let Some(s) = net.sock.socks[i].as_mut() else { return true };
+    if c.write_to(s) {
         return true;
-    }
-    net.fail(m, i, ErrorClass::Write, now);
-    false
-}
-
-/// TLS: queued requests become records (once the handshake is done), and
-/// what rustls has to send (handshake messages, records) is written.
-/// Returns false if the connection failed.
-fn flush_tls<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant) -> bool {
-    let c = &mut net.conns[i];
-    let (Some(t), Some(s)) = (c.tls.as_mut(), net.sock.socks[i].as_mut()) else { return true };
-    if !t.encrypt(&mut c.wbuf) {
-        return true;
-    }
-    loop {
-        match t.conn.write_tls(s) {
-            Ok(0) => break,
-            Ok(_) if !t.conn.wants_write() => return true,
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
     }
     net.fail(m, i, ErrorClass::Write, now);
     false
@@ -155,7 +122,7 @@ fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instan
     }
     if !net.conns[i].connected {
         let s = net.sock.socks[i].as_ref().expect("an open slot has a socket");
-        let state = crate::net::connect_state(s);
+        let state = connect_state(s);
         match state {
             Ok(false) => return,
             Err(()) => return net.fail(m, i, ErrorClass::Connect, now),
@@ -173,50 +140,22 @@ fn on_event<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instan
     }
 }
 
+/// Read what the socket has, through the link into the parser.
 fn read<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, drain: bool) {
-    if net.plan.tls.is_some() {
-        return read_tls(net, m, i, now, drain);
-    }
     loop {
-        let space = net.spare(i).len();
         let c = &mut net.conns[i];
         let Some(s) = net.sock.socks[i].as_mut() else { return };
-        match s.read(&mut c.rbuf[c.rlen..]) {
-            Ok(0) => return net.on_eof(m, i, now),
-            Ok(n) => {
-                if !net.received(m, i, now, n) {
-                    return;
-                }
-                // A short read drained the socket; epoll reports new data
-                // as a new edge. Only a pending close must be read to EOF.
-                if n < space && !drain {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return net.fail(m, i, ErrorClass::Read, now),
-        }
-    }
-}
-
-/// TLS: records from the socket into rustls, plaintext out into the parser.
-fn read_tls<M: Model>(net: &mut Net<'_, Epoll>, m: &mut M, i: usize, now: Instant, drain: bool) {
-    loop {
-        let c = &mut net.conns[i];
-        let (Some(t), Some(s)) = (c.tls.as_mut(), net.sock.socks[i].as_mut()) else { return };
-        let mut src = Short { inner: s, short: false };
-        let eof = match t.conn.read_tls(&mut src) {
-            Ok(n) => n == 0,
+        let (got, short) = match c.read_from(s) {
+            Ok(r) => r,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return net.fail(m, i, ErrorClass::Read, now),
         };
-        let short = src.short;
-        if !net.tls_received(m, i, now, eof) || eof {
+        if !net.got(m, i, now, got) {
             return;
         }
-        // as in `read`: a short read drained the socket
+        // A short read drained the socket; epoll reports new data as a new
+        // edge. Only a pending close must be read to EOF.
         if short && !drain {
             return;
         }

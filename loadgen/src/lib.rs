@@ -4,6 +4,7 @@
 
 pub mod bufring;
 pub mod cli;
+pub mod conn;
 pub mod epoll;
 pub mod fairness;
 pub mod histo;
@@ -13,15 +14,14 @@ pub mod net;
 pub mod noise;
 pub mod output;
 pub mod progress;
+pub mod protocol;
 pub mod record;
-pub mod request;
-pub mod response;
 pub mod run;
 pub mod schedule;
 pub mod signals;
 pub mod template;
 pub mod timer;
-pub mod tls;
+pub mod transport;
 pub mod units;
 pub mod uring;
 pub mod worker;

@@ -1,25 +1,25 @@
-//! The connection machinery of one worker thread: buffers, requests in
-//! flight, response parsing, timeouts and reconnects, for whichever load model
-//! drives it, over either I/O backend (`Sockets`: `epoll` or `uring`). Hot
+//! The connection machinery of one worker thread: it stacks the protocol
+//! (`protocol::http1`) over the transport (`transport::Link`) on every
+//! connection (`conn`), implements the models' `Io`, records what happens in
+//! the `Recorder`, and turns what a backend (`Sockets`: `epoll` or `uring`)
+//! reports into model events: connects, responses, failures, timeouts. Hot
 //! path per request: copy the pre-serialized request into a reused write
 //! buffer, write it, read into a reused buffer, in-place parse, one histogram
-//! record — no allocation. An `https://` connection adds rustls between the
-//! socket and these buffers (`tls`).
+//! record — no allocation. May use: `conn`, `transport`, `protocol`,
+//! `models`' `Io` and `Model`, `record`, `fairness`; the backends sit above it.
 
+use crate::conn::{Conn, Pending};
 use crate::fairness::SlotCounts;
 use crate::models::{Io, Model};
-use crate::record::{ErrorClass, Recorder};
-use crate::request::RequestBytes;
-use crate::response::{ParseError, Response, ResponseParser, MAX_HEAD};
-use crate::tls::{HandshakeError, TlsConn, TlsOptions, TlsStats};
+use crate::protocol::request::RequestBytes;
+use crate::protocol::response::{ParseError, Response};
+use crate::record::{ErrorClass, Recorder, STALLED_AFTER};
+use crate::transport::tls::TlsOptions;
+use crate::transport::{self, Decrypted, Got, HandshakeError, Link};
 use rand_pcg::Pcg64Mcg;
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-pub(crate) const RBUF_START: usize = 4096;
-const RBUF_MAX: usize = MAX_HEAD * 2;
 
 /// Which I/O backend the workers use (`--io`, resolved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,31 +55,6 @@ pub struct Plan {
     pub end: Option<Instant>,
     /// `https://`: every connection speaks TLS with these options.
     pub tls: Option<TlsOptions>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    intended: Instant,
-    sent: Instant,
-    measured: bool,
-}
-
-pub(crate) struct Conn {
-    /// A socket is open (connecting or connected) in the backend.
-    pub(crate) open: bool,
-    pub(crate) connected: bool,
-    opened_at: Instant,
-    /// Requests serialized and not yet handed to the backend.
-    pub(crate) wbuf: Vec<u8>,
-    pub(crate) wpos: usize,
-    /// In `Net::dirty`: has bytes to write once the model returns.
-    dirty: bool,
-    pub(crate) rbuf: Vec<u8>,
-    pub(crate) rlen: usize,
-    parser: ResponseParser,
-    inflight: VecDeque<Pending>,
-    /// TLS state from the TCP connect on (https only).
-    pub(crate) tls: Option<Box<TlsConn>>,
 }
 
 /// One I/O backend's sockets: it opens and closes them, writes what
@@ -143,19 +118,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
     }
 
     fn add_slot(&mut self) -> usize {
-        self.conns.push(Conn {
-            open: false,
-            connected: false,
-            opened_at: self.plan.start,
-            wbuf: Vec::new(),
-            wpos: 0,
-            dirty: false,
-            rbuf: Vec::new(),
-            rlen: 0,
-            parser: ResponseParser::new(),
-            inflight: VecDeque::new(),
-            tls: None,
-        });
+        self.conns.push(Conn::new(self.plan.start));
         self.conns.len() - 1
     }
 
@@ -167,16 +130,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
         if !self.sock.connect(i, self.plan.addr) {
             return false;
         }
-        let c = &mut self.conns[i];
-        c.open = true;
-        c.connected = false;
-        c.opened_at = now;
-        c.rlen = 0;
-        c.parser.reset();
-        c.tls = None;
-        if c.rbuf.is_empty() {
-            c.rbuf.resize(RBUF_START, 0);
-        }
+        self.conns[i].opened(now);
         self.active_conns += 1;
         true
     }
@@ -186,14 +140,13 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
     }
 
     fn in_flight(&self, i: usize) -> usize {
-        self.conns[i].inflight.len()
+        self.conns[i].http.in_flight()
     }
 
     #[inline]
     fn send(&mut self, i: usize, intended: Instant, now: Instant, measured: bool) {
         let c = &mut self.conns[i];
-        self.plan.req.write_to(&mut self.rng, &mut c.wbuf, &mut self.scratch);
-        c.inflight.push_back(Pending { intended, sent: now, measured });
+        c.http.send(&self.plan.req, &mut self.rng, &mut c.wbuf, &mut self.scratch, Pending { intended, sent: now, measured });
         self.inflight_total += 1;
         if !c.dirty {
             c.dirty = true;
@@ -204,22 +157,14 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
     fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.open {
-            c.open = false;
             self.sock.close(i);
             self.active_conns -= 1;
         }
-        c.connected = false;
-        c.wbuf.clear();
-        c.wpos = 0;
-        c.rlen = 0;
-        c.parser.reset();
-        c.tls = None;
+        c.closed();
     }
 
     fn discard(&mut self, i: usize) {
-        let n = self.conns[i].inflight.len();
-        self.conns[i].inflight.clear();
-        self.inflight_total -= n;
+        self.inflight_total -= self.conns[i].http.forget();
     }
 
     fn connect_error(&mut self, now: Instant) {
@@ -232,9 +177,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
 
 impl<'a, S: Sockets> Net<'a, S> {
     pub fn new(plan: &'a Plan, sock: S, mut rec: Recorder, rng: Pcg64Mcg, budget: Option<u64>) -> Net<'a, S> {
-        if plan.tls.is_some() {
-            rec.tls = Some(TlsStats::default());
-        }
+        rec.transport = transport::stats_for(plan.tls.as_ref());
         Net {
             plan,
             sock,
@@ -268,8 +211,8 @@ impl<'a, S: Sockets> Net<'a, S> {
         Some(i)
     }
 
-    /// The next flush writes connection `i` (TLS: records rustls has to send).
-    pub(crate) fn mark_dirty(&mut self, i: usize) {
+    /// The next flush writes connection `i` (TLS: records the link has to send).
+    fn mark_dirty(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if !c.dirty {
             c.dirty = true;
@@ -279,13 +222,13 @@ impl<'a, S: Sockets> Net<'a, S> {
 
     /// The connection failed: every request on it ends with `class`.
     pub(crate) fn fail<M: Model>(&mut self, m: &mut M, i: usize, mut class: ErrorClass, now: Instant) {
-        if class != ErrorClass::Connect && self.plan.tls.is_some() && self.handshaking(i) {
+        if class != ErrorClass::Connect && self.conns[i].handshaking() {
             // reset or closed before the TLS handshake completed: its requests never went out
             self.count_handshake_error(HandshakeError::Reset, now);
             class = ErrorClass::Connect;
         }
         let c = &mut self.conns[i];
-        while let Some(p) = c.inflight.pop_front() {
+        while let Some(p) = c.http.pop_oldest() {
             self.inflight_total -= 1;
             if !p.measured {
                 continue;
@@ -302,37 +245,52 @@ impl<'a, S: Sockets> Net<'a, S> {
         m.on_closed(self, i, now, Some(class));
     }
 
+    /// Count a failed handshake of `kind` and fail its requests as connect errors.
+    fn fail_handshake<M: Model>(&mut self, m: &mut M, i: usize, kind: HandshakeError, now: Instant) {
+        self.count_handshake_error(kind, now);
+        self.fail(m, i, ErrorClass::Connect, now);
+    }
+
+    fn count_handshake_error(&mut self, kind: HandshakeError, now: Instant) {
+        if now >= self.plan.measure_start {
+            transport::handshake_failed(self.rec.transport.as_mut(), kind);
+        }
+    }
+
     /// Connection `i`'s connect completed: it is counted (warm-up too: warm
     /// connections serve the measured run) and may be written to (over TLS:
     /// the handshake starts). False: it failed.
     pub(crate) fn on_connected<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
         self.conns[i].connected = true;
         self.rec.connections_opened += 1;
-        if let Some(opts) = &self.plan.tls {
-            match TlsConn::new(opts, now) {
-                Ok(t) => self.conns[i].tls = Some(Box::new(t)),
-                Err(_) => {
-                    self.fail_handshake(m, i, HandshakeError::Alert, now);
-                    return false;
-                }
+        match Link::open(self.plan.tls.as_ref(), now) {
+            Ok(link) => self.conns[i].link = link,
+            Err(kind) => {
+                self.fail_handshake(m, i, kind, now);
+                return false;
             }
         }
         true
     }
 
-    /// Room to read into on `i` (its buffer grows to a bound as needed).
-    pub(crate) fn spare(&mut self, i: usize) -> &mut [u8] {
-        let c = &mut self.conns[i];
-        if c.rbuf.len() - c.rlen < 512 && c.rbuf.len() < RBUF_MAX {
-            let n = (c.rbuf.len() * 2).clamp(RBUF_START, RBUF_MAX);
-            c.rbuf.resize(n, 0);
+    /// A read from connection `i`'s socket (`Conn::read_from`) brought
+    /// `got`: parse it. Returns false if the connection is not to be read further.
+    #[inline]
+    pub(crate) fn got<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, got: Got) -> bool {
+        match got {
+            Got::Plain(n) => self.received(m, i, now, n),
+            Got::Records { eof } => self.decrypted(m, i, now, eof),
+            Got::Eof => {
+                self.on_eof(m, i, now);
+                false
+            }
         }
-        &mut c.rbuf[c.rlen..]
     }
 
-    /// `n` bytes arrived in `spare(i)`: parse them. Returns false if the
-    /// connection is not to be read further.
-    pub(crate) fn received<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, n: usize) -> bool {
+    /// `n` plaintext bytes arrived in `i`'s read buffer: parse them. Returns
+    /// false if the connection is not to be read further.
+    #[inline]
+    fn received<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, n: usize) -> bool {
         self.conns[i].rlen += n;
         if now >= self.plan.measure_start {
             self.rec.bytes_read += n as u64;
@@ -340,30 +298,93 @@ impl<'a, S: Sockets> Net<'a, S> {
         self.parse(m, i, now)
     }
 
-    /// `data` arrived on `i` in a buffer of the backend's: copy and parse it.
+    /// `data` arrived on `i` in a buffer of the backend's: through the link
+    /// and the parser with it.
     pub(crate) fn received_from<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, mut data: &[u8]) -> bool {
         while !data.is_empty() {
-            let room = self.spare(i);
+            let c = &mut self.conns[i];
+            if !c.connected {
+                return false; // the model replaced the connection
+            }
+            c.spare();
+            let room = &mut c.rbuf[c.rlen..];
             if room.is_empty() {
                 // more unparsed bytes than the bound: not a response this parser reads
                 self.fail(m, i, ErrorClass::Malformed, now);
                 return false;
             }
-            let n = room.len().min(data.len());
-            room[..n].copy_from_slice(&data[..n]);
-            data = &data[n..];
-            if !self.received(m, i, now, n) {
+            let got = match c.link.take(&mut data, room) {
+                Ok(Some(got)) => got,
+                Ok(None) => break, // nothing taken: never loops
+                Err(_) => {
+                    self.fail(m, i, ErrorClass::Read, now);
+                    return false;
+                }
+            };
+            if !self.got(m, i, now, got) {
                 return false;
             }
         }
         true
     }
 
+    /// The link took records for connection `i` (`eof`: the peer closed after
+    /// them): decrypt them and parse the plaintext. Returns false if the
+    /// connection is not to be read further.
+    fn decrypted<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, eof: bool) -> bool {
+        let c = &mut self.conns[i];
+        let handshaking = c.link.handshaking();
+        if c.link.process(self.rec.transport.as_mut(), now, now >= self.plan.measure_start) == Decrypted::Failed {
+            // an alert from the server, a certificate it failed, a bad record
+            if handshaking {
+                self.fail_handshake(m, i, HandshakeError::Alert, now);
+            } else {
+                self.fail(m, i, ErrorClass::Read, now);
+            }
+            return false;
+        }
+        loop {
+            let c = &mut self.conns[i];
+            if !c.connected {
+                return false; // the model replaced the connection
+            }
+            c.spare();
+            let room = &mut c.rbuf[c.rlen..];
+            if room.is_empty() {
+                // more unparsed bytes than the bound: not a response this parser reads
+                self.fail(m, i, ErrorClass::Malformed, now);
+                return false;
+            }
+            match c.link.plaintext(room) {
+                Ok(0) => {
+                    self.on_eof(m, i, now);
+                    return false;
+                }
+                Ok(n) if !self.received(m, i, now, n) => return false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.fail(m, i, ErrorClass::Read, now);
+                    return false;
+                }
+            }
+        }
+        if eof {
+            self.on_eof(m, i, now);
+            return false;
+        }
+        // handshake messages to answer, or requests that waited for the handshake
+        if self.conns[i].wants_write() {
+            self.mark_dirty(i);
+        }
+        true
+    }
+
     pub(crate) fn on_eof<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) {
-        if self.plan.tls.is_some() && self.handshaking(i) {
+        if self.conns[i].handshaking() {
             return self.fail_handshake(m, i, HandshakeError::Reset, now);
         }
-        match self.conns[i].parser.eof() {
+        match self.conns[i].http.eof() {
             Ok(Some(r)) => {
                 self.done.clear();
                 self.done.push(r);
@@ -378,7 +399,7 @@ impl<'a, S: Sockets> Net<'a, S> {
 
     /// The server closed a connection between responses.
     fn eof_idle<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) {
-        if !self.conns[i].inflight.is_empty() {
+        if self.conns[i].http.in_flight() > 0 {
             return self.fail(m, i, ErrorClass::Read, now);
         }
         self.close(i);
@@ -387,39 +408,15 @@ impl<'a, S: Sockets> Net<'a, S> {
 
     /// Parse buffered bytes; returns false if the connection is not to be
     /// read further.
+    #[inline]
     fn parse<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
-        let is_head = self.plan.req.is_head;
         let c = &mut self.conns[i];
-        self.done.clear();
-        let mut off = 0;
-        let mut bad = false;
-        while off < c.rlen {
-            match c.parser.advance(&c.rbuf[off..c.rlen], is_head) {
-                Ok((n, Some(r))) => {
-                    off += n;
-                    self.done.push(r);
-                    if !r.keep_alive {
-                        break;
-                    }
-                }
-                Ok((n, None)) => {
-                    off += n;
-                    break;
-                }
-                Err(_) => {
-                    bad = true;
-                    break;
-                }
-            }
-        }
-        if off > 0 {
-            c.rbuf.copy_within(off..c.rlen, 0);
-            c.rlen -= off;
-        }
+        let parsed = c.http.parse(&c.rbuf[..c.rlen], self.plan.req.is_head, &mut self.done);
+        c.consume(parsed.used);
         if !self.deliver(m, i, now) {
             return false;
         }
-        if bad {
+        if parsed.bad {
             self.fail(m, i, ErrorClass::Malformed, now);
             return false;
         }
@@ -431,7 +428,7 @@ impl<'a, S: Sockets> Net<'a, S> {
     fn deliver<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
         for k in 0..self.done.len() {
             let r = self.done[k];
-            let Some(p) = self.conns[i].inflight.pop_front() else {
+            let Some(p) = self.conns[i].http.pop_oldest() else {
                 // a response nobody asked for
                 self.fail(m, i, ErrorClass::Malformed, now);
                 return false;
@@ -461,7 +458,7 @@ impl<'a, S: Sockets> Net<'a, S> {
                 continue;
             }
             // over TLS the connect timeout covers the handshake too
-            let handshaking = self.plan.tls.is_some() && self.handshaking(i);
+            let handshaking = c.handshaking();
             if !c.connected || handshaking {
                 if now.saturating_duration_since(c.opened_at) > self.plan.connect_timeout {
                     if handshaking {
@@ -470,7 +467,7 @@ impl<'a, S: Sockets> Net<'a, S> {
                         self.fail(m, i, ErrorClass::Connect, now);
                     }
                 }
-            } else if let Some(p) = c.inflight.front() {
+            } else if let Some(p) = c.http.oldest() {
                 if now.saturating_duration_since(p.sent) > self.plan.timeout {
                     self.fail(m, i, ErrorClass::Timeout, now);
                 }
@@ -483,30 +480,15 @@ impl<'a, S: Sockets> Net<'a, S> {
     /// those already waiting a long time mean a stalled connection.
     pub fn end_of_run(&mut self, end: Instant) {
         for c in &self.conns {
-            for p in c.inflight.iter().filter(|p| p.measured) {
+            for p in c.http.waiting().filter(|p| p.measured) {
                 let age = end.saturating_duration_since(p.intended);
                 self.rec.in_flight += 1;
                 self.rec.unserved(age, 1);
-                if age >= crate::record::STALLED_AFTER {
+                if age >= STALLED_AFTER {
                     self.rec.unanswered += 1;
                     self.rec.unanswered_oldest_us = self.rec.unanswered_oldest_us.max(age.as_micros() as u64);
                 }
             }
         }
-    }
-}
-
-
-/// Where a non-blocking connect stands once its socket reports an event:
-/// Ok(true) connected, Ok(false) still in progress (a spurious wake-up),
-/// Err(()) failed. Shared by the workers' epoll loop and the noise thread.
-pub(crate) fn connect_state(s: &mio::net::TcpStream) -> Result<bool, ()> {
-    match s.take_error() {
-        Ok(Some(_)) | Err(_) => Err(()),
-        Ok(None) => match s.peer_addr() {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotConnected => Ok(false),
-            Err(_) => Err(()),
-        },
     }
 }

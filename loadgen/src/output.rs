@@ -4,6 +4,7 @@ use crate::cli::{Config, Mode};
 use crate::histo::{self, fmt_us, Hist};
 use crate::record::ErrorClass;
 use crate::run::RunResult;
+use crate::transport::tls::TlsStats;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
@@ -22,8 +23,8 @@ pub fn config_json(cfg: &Config) -> Value {
         "headers": cfg.header_flags,
         "body_bytes": match &cfg.request.body {
             None => 0,
-            Some(crate::request::Body::Text(t)) => t.len(),
-            Some(crate::request::Body::Bytes(b)) => b.len(),
+            Some(crate::protocol::request::Body::Text(t)) => t.len(),
+            Some(crate::protocol::request::Body::Bytes(b)) => b.len(),
         },
         "connections": if cfg.mode == Mode::Closed { json!(cfg.closed.connections) } else { Value::Null },
         "threads": cfg.threads,
@@ -153,9 +154,9 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
         // 2xx/3xx per second of --warmup (empty without one): a harness judges steady state from it
         "warmup_ok": rec.warmup_ok,
         // https: handshakes (counted in the measured window), their latency and failures
-        "tls": match (&cfg.tls, &rec.tls) {
+        "tls": match (&cfg.tls, rec.transport_stats::<TlsStats>()) {
             (Some(opts), Some(t)) => t.json(opts),
-            (Some(opts), None) => crate::tls::TlsStats::default().json(opts),
+            (Some(opts), None) => TlsStats::default().json(opts),
             _ => Value::Null,
         },
     });
@@ -343,7 +344,7 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
     if let Some(n) = &r.noise {
         let _ = writeln!(out, "{}", n.line());
     }
-    if let (Some(opts), Some(t)) = (&cfg.tls, &rec.tls) {
+    if let (Some(opts), Some(t)) = (&cfg.tls, rec.transport_stats::<TlsStats>()) {
         let _ = writeln!(out, "{}", t.line(opts));
     }
     if !latency.is_empty() {

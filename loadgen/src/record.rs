@@ -1,8 +1,34 @@
 //! Per-thread measurements, merged once at the end of a run.
+//!
+//! Owns the request figures every run has (latency histograms, counts, error
+//! classes, the timeline). A layer below the load models that keeps figures of
+//! its own (TLS handshakes, later HTTP/2 streams) hands them over as an opaque
+//! `LayerStats` object: the recorder merges it across threads without knowing
+//! its type, and the output asks for it back by type. May use: `histo`,
+//! `fairness`; nothing of the transport, protocol or model layers.
 
 use crate::fairness::Fairness;
 use crate::histo::{self, Hist, Sparse};
+use std::any::Any;
+use std::fmt::Debug;
 use std::time::{Duration, Instant};
+
+/// Figures a layer keeps beside the recorder's own (the transport's TLS
+/// handshakes): merged per thread like the rest, serialized by whoever knows
+/// the concrete type. Touched per connection, never per request.
+pub trait LayerStats: Any + Debug + Send {
+    /// Add another thread's figures (of the same type) to these.
+    fn merge(&mut self, other: &dyn LayerStats) -> Result<(), String>;
+    fn clone_box(&self) -> Box<dyn LayerStats>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl Clone for Box<dyn LayerStats> {
+    fn clone(&self) -> Box<dyn LayerStats> {
+        self.clone_box()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -98,8 +124,8 @@ pub struct Recorder {
     pub warmup_start: Instant,
     /// Completions per connection slot (closed load and sessions), set when the run ends.
     pub fairness: Option<Fairness>,
-    /// Handshakes and their failures (https only).
-    pub tls: Option<crate::tls::TlsStats>,
+    /// The transport's own figures (https: handshakes and their failures).
+    pub transport: Option<Box<dyn LayerStats>>,
     /// The current second's latencies, dense while it lasts.
     current: Hist,
     current_sec: usize,
@@ -130,7 +156,7 @@ impl Recorder {
             warmup_ok: vec![],
             warmup_start: measure_start,
             fairness: None,
-            tls: None,
+            transport: None,
             current: histo::new_bucket_hist(),
             current_sec: 0,
             last_p99_us: 0,
@@ -253,6 +279,11 @@ impl Recorder {
         self.end_second();
     }
 
+    /// The transport's figures, if they are a `T`.
+    pub fn transport_stats<T: LayerStats>(&self) -> Option<&T> {
+        self.transport.as_deref().and_then(|s| s.as_any().downcast_ref())
+    }
+
     /// Corrected latency of every due request.
     pub fn latency(&self) -> Hist {
         let mut h = self.answered.clone();
@@ -302,9 +333,9 @@ impl Recorder {
             (None, Some(b)) => self.fairness = Some(b.clone()),
             _ => {}
         }
-        match (&mut self.tls, &o.tls) {
-            (Some(a), Some(b)) => a.merge(b)?,
-            (None, Some(b)) => self.tls = Some(b.clone()),
+        match (&mut self.transport, &o.transport) {
+            (Some(a), Some(b)) => a.merge(b.as_ref())?,
+            (None, Some(b)) => self.transport = Some(b.clone()),
             _ => {}
         }
         if self.warmup_ok.len() < o.warmup_ok.len() {

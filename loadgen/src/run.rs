@@ -7,7 +7,7 @@ use crate::models::{open::OpenPlan, sessions::SessionsPlan};
 use crate::net::Plan;
 use crate::progress::{Progress, Shared};
 use crate::record::Recorder;
-use crate::request::RequestBytes;
+use crate::protocol::request::RequestBytes;
 use crate::worker;
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -5,7 +5,11 @@
 //! buffers from a provided-buffer ring, copied into the connection's read
 //! buffer and parsed by the same machinery as the epoll backend. No SQPOLL:
 //! a kernel thread polling on another CPU would take CPU from the server.
-//! Over TLS the same sends and receives carry rustls records.
+//! Owns: the ring, its buffers and the sockets. What is sent and what is
+//! received go through the connection's transport link (`Conn::fill`,
+//! `Net::received_from`), so the same operations carry plaintext or TLS
+//! records without this file knowing which. May use: `net` (the machinery it
+//! reports to), `bufring`, `timer`, `record`'s error classes.
 
 use crate::bufring::BufRing;
 use crate::models::Model;
@@ -322,32 +326,17 @@ impl Drop for Uring {
     }
 }
 
-/// Hand connection `i`'s queued requests to the kernel, if it can take them.
+/// Hand connection `i`'s queued requests to the kernel, if it can take them:
+/// the link moves them into the slot's `sending` buffer (plaintext: the two
+/// buffers trade places; TLS: records written into it), reused.
 fn start_send(net: &mut Net<'_, Uring>, i: usize) {
     let c = &mut net.conns[i];
     let Some(s) = net.sock.slots.get_mut(i) else { return };
     if !c.open || !c.connected || s.send_busy {
         return;
     }
-    if let Some(t) = c.tls.as_mut() {
-        // TLS: the records rustls has to send (handshake messages, then the
-        // queued requests) are written into `sending`, reused
-        if !t.encrypt(&mut c.wbuf) {
-            return;
-        }
-        s.sending.clear();
-        while t.conn.wants_write() && t.conn.write_tls(&mut s.sending).is_ok_and(|n| n > 0) {}
-        if s.sending.is_empty() {
-            return;
-        }
-    } else {
-        if c.wbuf.is_empty() {
-            return;
-        }
-        // the two buffers trade places: no copy, no allocation
-        std::mem::swap(&mut c.wbuf, &mut s.sending);
-        c.wbuf.clear();
-        c.wpos = 0;
+    if !c.fill(&mut s.sending) {
+        return;
     }
     s.spos = 0;
     net.sock.push_send(i);
@@ -431,7 +420,7 @@ fn on_received<M: Model>(net: &mut Net<'_, Uring>, m: &mut M, i: usize, res: i32
     let Some(b) = bid else { return net.fail(m, i, ErrorClass::Read, now) };
     let generation = net.sock.slots[i].generation;
     let data = net.sock.bufs.data(b, res as usize);
-    let more = if net.plan.tls.is_some() { net.tls_received_from(m, i, now, data) } else { net.received_from(m, i, now, data) };
+    let more = net.received_from(m, i, now, data);
     net.sock.bufs.recycle(b);
     // the model may have closed the connection and opened another in the slot
     let s = &net.sock.slots[i];

@@ -1,7 +1,7 @@
 //! Property tests: the response parser never panics, and framing does not
 //! depend on where reads split the bytes.
 
-use loadgen::response::{ResponseParser, Response};
+use loadgen::protocol::response::{ResponseParser, Response};
 use proptest::prelude::*;
 
 /// Feed `data` in the given piece sizes, keeping unconsumed bytes as the

@@ -7,7 +7,7 @@
 use super::garbage::{self, Kind};
 use super::sock;
 use super::{Counters, NoiseConfig, Report, Shape};
-use crate::response::ResponseParser;
+use crate::protocol::response::ResponseParser;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
@@ -264,7 +264,7 @@ impl Driver<'_> {
             Phase::Down => return, // a stale event
             Phase::Connecting => {
                 let Some(s) = c.sock.as_ref() else { return };
-                let state = crate::net::connect_state(s);
+                let state = crate::transport::tcp::connect_state(s);
                 match state {
                     Ok(false) => return,
                     Err(()) => {

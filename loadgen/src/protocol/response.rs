@@ -1,9 +1,9 @@
-//! Incremental HTTP/1.1 response parser.
+//! Incremental HTTP/1.1 response parser (part of the protocol layer).
 //!
 //! The head is parsed in place with `httparse`; bodies (Content-Length,
 //! chunked, or close-delimited) are consumed and discarded as bytes arrive,
 //! so a 1 MiB body never needs a 1 MiB buffer. Any byte sequence yields either
-//! progress or an error — never a panic.
+//! progress or an error — never a panic. May use: httparse only.
 
 /// Largest response head we accept before calling the response malformed.
 pub const MAX_HEAD: usize = 64 * 1024;

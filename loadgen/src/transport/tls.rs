@@ -1,17 +1,18 @@
-//! TLS for `https://` targets: rustls (the `ring` provider) driven by the
-//! workers' own loops. A connection's `rustls::ClientConnection` sits between
-//! the socket and the plaintext machinery of `net`: bytes a backend receives
-//! go through `read_tls`/`process_new_packets` and come out of `reader()` into
-//! the connection's read buffer; queued requests go through `writer()` and
-//! leave as `write_tls` records. No thread or second engine per connection.
-//! The handshake (TCP connected → handshake complete) is timed into its own
-//! histogram, and a failed one is counted by kind and fails the connection's
-//! requests as connect errors.
+//! The TLS transport for `https://` targets: rustls (the `ring` provider)
+//! driven by the workers' own loops. A connection's `TlsLink` sits between the
+//! socket and the protocol's buffers: ciphertext a backend reads goes through
+//! `read_tls`/`process_new_packets` and comes out of `reader()` as plaintext;
+//! queued requests go through `writer()` and leave as `write_tls` records. No
+//! thread or second engine per connection.
+//!
+//! Owns: the client configuration (`TlsOptions`), a connection's rustls state,
+//! and the handshake figures (`TlsStats`, handed to the recorder as its
+//! transport `LayerStats`): TCP connected → handshake complete timed into a
+//! histogram, failures counted by kind. May use: rustls, `histo`, `record`'s
+//! `LayerStats` hook; nothing above the transport layer.
 
 use crate::histo::{self, Hist};
-use crate::models::Model;
-use crate::net::{Net, Sockets};
-use crate::record::ErrorClass;
+use crate::record::LayerStats;
 use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -132,6 +133,24 @@ impl Default for TlsStats {
     }
 }
 
+impl LayerStats for TlsStats {
+    fn merge(&mut self, other: &dyn LayerStats) -> Result<(), String> {
+        match other.as_any().downcast_ref::<TlsStats>() {
+            Some(o) => TlsStats::merge(self, o),
+            None => Err("TLS figures merged with another layer's".into()),
+        }
+    }
+    fn clone_box(&self) -> Box<dyn LayerStats> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
 impl TlsStats {
     pub fn merge(&mut self, o: &TlsStats) -> Result<(), String> {
         histo::merge(&mut self.latency, &o.latency)?;
@@ -144,6 +163,11 @@ impl TlsStats {
             self.negotiated = o.negotiated.clone();
         }
         Ok(())
+    }
+
+    /// A handshake failed (in the measured window) for reason `kind`.
+    pub fn failed(&mut self, kind: HandshakeError) {
+        self.errors[kind as usize] += 1;
     }
 
     /// The JSON's `tls` object; `handshake_histogram` lets shards merge exactly.
@@ -188,23 +212,28 @@ impl TlsStats {
 }
 
 /// A connection's TLS state, from its TCP connect on.
-pub(crate) struct TlsConn {
-    pub(crate) conn: ClientConnection,
+pub struct TlsLink {
+    conn: ClientConnection,
     connected_at: Instant,
 }
 
-impl TlsConn {
-    pub(crate) fn new(opts: &TlsOptions, now: Instant) -> Result<TlsConn, rustls::Error> {
+impl TlsLink {
+    pub fn new(opts: &TlsOptions, now: Instant) -> Result<TlsLink, rustls::Error> {
         let mut conn = ClientConnection::new(opts.config.clone(), opts.name.clone())?;
         // the model bounds what is queued (one request, or --pipeline of them)
         conn.set_buffer_limit(None);
-        Ok(TlsConn { conn, connected_at: now })
+        Ok(TlsLink { conn, connected_at: now })
+    }
+
+    #[inline]
+    pub fn handshaking(&self) -> bool {
+        self.conn.is_handshaking()
     }
 
     /// Hand the queued requests to rustls once the handshake is done (until
     /// then they wait in `wbuf`); returns whether there are records to write.
     #[inline]
-    pub(crate) fn encrypt(&mut self, wbuf: &mut Vec<u8>) -> bool {
+    fn encrypt(&mut self, wbuf: &mut Vec<u8>) -> bool {
         if !wbuf.is_empty() && !self.conn.is_handshaking() {
             // no buffer limit: rustls takes it all
             let _ = self.conn.writer().write_all(wbuf);
@@ -212,14 +241,101 @@ impl TlsConn {
         }
         self.conn.wants_write()
     }
+
+    /// Write the records there are (handshake messages, then the queued
+    /// requests) to `dst` until it would block. False: the write failed.
+    pub fn write_to<W: Write>(&mut self, wbuf: &mut Vec<u8>, dst: &mut W) -> bool {
+        if !self.encrypt(wbuf) {
+            return true;
+        }
+        loop {
+            match self.conn.write_tls(dst) {
+                Ok(0) => return false,
+                Ok(_) if !self.conn.wants_write() => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// The records there are, appended to `out` (a backend's send buffer,
+    /// reused). Returns whether `out` has bytes to send.
+    pub fn fill(&mut self, wbuf: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
+        if !self.encrypt(wbuf) {
+            return false;
+        }
+        out.clear();
+        while self.conn.wants_write() && self.conn.write_tls(out).is_ok_and(|n| n > 0) {}
+        !out.is_empty()
+    }
+
+    /// Records from the socket into rustls: Ok((eof, short)), `short` when the
+    /// read came back short (the socket is drained: edge-triggered epoll
+    /// reports new data, the plaintext path's rule, so TLS costs no extra
+    /// read per event).
+    pub fn read_from<R: Read>(&mut self, src: &mut R) -> io::Result<(bool, bool)> {
+        let mut src = Short { inner: src, short: false };
+        let n = self.conn.read_tls(&mut src)?;
+        Ok((n == 0, src.short))
+    }
+
+    /// Records a backend received in a buffer of its own: how many bytes of
+    /// `data` rustls took (0: none, it is full).
+    pub fn take(&mut self, data: &mut &[u8]) -> io::Result<usize> {
+        self.conn.read_tls(data)
+    }
+
+    /// Decrypt what `read_from`/`take` brought. Ok(true): the handshake just
+    /// completed. Err: an alert from the server, a certificate it failed, a
+    /// bad record.
+    pub fn process(&mut self) -> Result<bool, rustls::Error> {
+        let handshaking = self.conn.is_handshaking();
+        self.conn.process_new_packets()?;
+        Ok(handshaking && !self.conn.is_handshaking())
+    }
+
+    /// Plaintext into `dst`: Ok(0) the peer closed (close_notify, or a close
+    /// without one: HTTP framing says whether a response was cut), WouldBlock
+    /// when there is no more now.
+    pub fn plaintext(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        match self.conn.reader().read(dst) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            r => r,
+        }
+    }
+
+    /// Handshake messages to answer, or requests that waited for the handshake.
+    pub fn wants_write(&self, wbuf: &[u8]) -> bool {
+        self.conn.wants_write() || (!self.conn.is_handshaking() && !wbuf.is_empty())
+    }
+
+    /// The handshake completed at `now`: note what it negotiated (the first
+    /// one) and, in the measured window, count and time it.
+    pub fn handshake_done(&self, stats: &mut TlsStats, now: Instant, measured: bool) {
+        let c = &self.conn;
+        if stats.negotiated.is_none() {
+            stats.negotiated = Some(Negotiated {
+                version: c.protocol_version().map_or("unknown".into(), |v| format!("{v:?}")),
+                suite: c.negotiated_cipher_suite().map_or("unknown".into(), |s| format!("{:?}", s.suite())),
+                alpn: c.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned()),
+            });
+        }
+        if measured {
+            stats.handshakes += 1;
+            if c.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                stats.resumed += 1;
+            }
+            histo::record(&mut stats.latency, now.saturating_duration_since(self.connected_at).as_micros() as u64);
+        }
+    }
 }
 
-/// A reader that notes whether its last read came back short: the socket is
-/// drained and edge-triggered epoll will report new data (the plaintext
-/// path's rule, so TLS costs no extra read per event).
-pub(crate) struct Short<'a, R: Read> {
-    pub inner: &'a mut R,
-    pub short: bool,
+/// A reader that notes whether its last read came back short.
+struct Short<'a, R: Read> {
+    inner: &'a mut R,
+    short: bool,
 }
 
 impl<R: Read> Read for Short<'_, R> {
@@ -227,127 +343,6 @@ impl<R: Read> Read for Short<'_, R> {
         let n = self.inner.read(buf)?;
         self.short = n < buf.len();
         Ok(n)
-    }
-}
-
-impl<S: Sockets> Net<'_, S> {
-    /// Is connection `i` connected with its TLS handshake still under way?
-    pub(crate) fn handshaking(&self, i: usize) -> bool {
-        let c = &self.conns[i];
-        c.connected && c.tls.as_ref().is_some_and(|t| t.conn.is_handshaking())
-    }
-
-    /// Count a failed handshake of `kind` and fail its requests as connect errors.
-    pub(crate) fn fail_handshake<M: Model>(&mut self, m: &mut M, i: usize, kind: HandshakeError, now: Instant) {
-        self.count_handshake_error(kind, now);
-        self.fail(m, i, ErrorClass::Connect, now);
-    }
-
-    pub(crate) fn count_handshake_error(&mut self, kind: HandshakeError, now: Instant) {
-        if now >= self.plan.measure_start {
-            if let Some(t) = &mut self.rec.tls {
-                t.errors[kind as usize] += 1;
-            }
-        }
-    }
-
-    fn handshake_done(&mut self, i: usize, now: Instant) {
-        let Some(c) = self.conns[i].tls.as_ref() else { return };
-        let Some(stats) = self.rec.tls.as_mut() else { return };
-        if stats.negotiated.is_none() {
-            stats.negotiated = Some(Negotiated {
-                version: c.conn.protocol_version().map_or("unknown".into(), |v| format!("{v:?}")),
-                suite: c.conn.negotiated_cipher_suite().map_or("unknown".into(), |s| format!("{:?}", s.suite())),
-                alpn: c.conn.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned()),
-            });
-        }
-        if now >= self.plan.measure_start {
-            stats.handshakes += 1;
-            if c.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
-                stats.resumed += 1;
-            }
-            histo::record(&mut stats.latency, now.saturating_duration_since(c.connected_at).as_micros() as u64);
-        }
-    }
-
-    /// `read_tls` just took bytes for connection `i` (`eof`: the peer closed
-    /// instead): decrypt them and parse the plaintext. Returns false if the
-    /// connection is not to be read further.
-    pub(crate) fn tls_received<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, eof: bool) -> bool {
-        let Some(t) = self.conns[i].tls.as_mut() else { return false };
-        let handshaking = t.conn.is_handshaking();
-        if t.conn.process_new_packets().is_err() {
-            // an alert from the server, a certificate it failed, a bad record
-            if handshaking {
-                self.fail_handshake(m, i, HandshakeError::Alert, now);
-            } else {
-                self.fail(m, i, ErrorClass::Read, now);
-            }
-            return false;
-        }
-        if handshaking && !t.conn.is_handshaking() {
-            self.handshake_done(i, now);
-        }
-        loop {
-            if self.spare(i).is_empty() {
-                // more unparsed bytes than the bound: not a response this parser reads
-                self.fail(m, i, ErrorClass::Malformed, now);
-                return false;
-            }
-            let c = &mut self.conns[i];
-            let Some(t) = c.tls.as_mut() else { return false };
-            match t.conn.reader().read(&mut c.rbuf[c.rlen..]) {
-                Ok(0) => {
-                    // close_notify
-                    self.on_eof(m, i, now);
-                    return false;
-                }
-                Ok(n) => {
-                    if !self.received(m, i, now, n) {
-                        return false;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    // closed without close_notify: HTTP framing says whether a response was cut
-                    self.on_eof(m, i, now);
-                    return false;
-                }
-                Err(_) => {
-                    self.fail(m, i, ErrorClass::Read, now);
-                    return false;
-                }
-            }
-        }
-        if eof {
-            self.on_eof(m, i, now);
-            return false;
-        }
-        // handshake messages to answer, or requests that waited for the handshake
-        let c = &mut self.conns[i];
-        if c.tls.as_ref().is_some_and(|t| t.conn.wants_write() || (!t.conn.is_handshaking() && !c.wbuf.is_empty())) {
-            self.mark_dirty(i);
-        }
-        true
-    }
-
-    /// Bytes a backend received for TLS connection `i` in a buffer of its own.
-    pub(crate) fn tls_received_from<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, mut data: &[u8]) -> bool {
-        while !data.is_empty() {
-            let Some(t) = self.conns[i].tls.as_mut() else { return false };
-            match t.conn.read_tls(&mut data) {
-                Ok(0) => break, // nothing taken: never loops
-                Ok(_) => {}
-                Err(_) => {
-                    self.fail(m, i, ErrorClass::Read, now);
-                    return false;
-                }
-            }
-            if !self.tls_received(m, i, now, false) {
-                return false;
-            }
-        }
-        true
     }
 }
 

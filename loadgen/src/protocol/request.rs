@@ -1,11 +1,13 @@
-//! Target URL parsing and request serialization.
+//! Target URL parsing and HTTP/1.1 request serialization (part of the
+//! protocol layer).
 //!
 //! A request without placeholders is serialized once; workers copy those
 //! bytes into a connection's write buffer. Templated requests are rendered
-//! per request into the same buffer.
+//! per request into the same buffer, without allocating. May use: `template`.
 
 use crate::template::Template;
 use rand::Rng;
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 #[derive(Debug, Clone)]
@@ -194,7 +196,8 @@ impl RequestBytes {
             self.body_bytes.as_deref()
         };
         if let Some(b) = body {
-            out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", b.len()).as_bytes());
+            // formatted straight into `out`: no String per request
+            let _ = write!(out, "Content-Length: {}\r\n\r\n", b.len());
             out.extend_from_slice(b);
         } else {
             out.extend_from_slice(b"\r\n");
