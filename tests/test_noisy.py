@@ -184,3 +184,32 @@ def test_shards_noise_counters_add_up() -> None:
     b = {"shape": "idle", "connections": 128, "held_peak": 128, "responses": {"4xx": 2}, "ended": {"closed": 0}}
     assert merge_noise([a, b]) == {"shape": "idle", "connections": 256, "held_peak": 248,
                                    "responses": {"4xx": 3}, "ended": {"closed": 2}}
+
+
+def test_repetitions_that_disagree_give_a_split_noise_verdict_and_agreeing_ones_theirs() -> None:
+    cells = []
+    for rep in (1, 2, 3):
+        # loop: slowed in repetition 1 only (5 ms against a 1 ms twin), unaffected in the others
+        loud = 5_000.0 if rep == 1 else 1_100.0
+        cells += [_cell("pool", "quiet", rep, 100.0, 2_000.0, None), _cell("pool", "slowloris", rep, 3.0, 4e6, "slowloris"),
+                  _cell("loop", "quiet", rep, 100.0, 1_000.0, None), _cell("loop", "slowloris", rep, 100.0, loud,
+                                                                            "slowloris")]
+    assert noisy.repetition_verdicts([c for c in cells if c.server == "loop" and c.point == "slowloris"],
+                                     [c for c in cells if c.server == "loop" and c.point == "quiet"]) == [
+        "slowed", "unaffected", "unaffected"]
+    fp = {"servers": {"pool": {"model": "thread-pool", "language": "X"}, "loop": {"model": "event-loop", "language": "X"}}}
+    res = aggregate.collect(1, cells, fp, facts={})
+    by = {(g.server, g.point): g.figures.noise for g in res.groups}
+    loop, pool = by[("loop", "slowloris")], by[("pool", "slowloris")]
+    # the medians alone would say "unaffected" (p99 ×1.1): one repetition of three is not outvoted
+    assert (loop.noise_verdict, loop.noise_verdict_counts) == ("split", "unaffected 2 of 3, slowed 1")
+    assert loop.noise_p99_ratio == pytest.approx(1.1)
+    assert (pool.noise_verdict, pool.noise_verdict_counts) == ("down", "down 3 of 3")
+    run = type("Run", (), {"id": 1, "fingerprint": {}, "options": {}, "started_at": "", "finished_at": "",
+                           "status": "finished"})()
+    md = to_markdown.render(run, res).decode()
+    assert "| loop | event-loop | 1 ms | 100 | 1.10, 1.00 → split (unaffected 2 of 3, slowed 1) |" in md
+    assert "Verdicts: slowloris: 1 down, 1 split." in md and "never the most common one" in md
+    rows = list(csv.DictReader(io.StringIO(to_csv.render(run, res).decode())))
+    assert {r["server"]: r["noise_verdict"] for r in rows if r["point"] == "slowloris"} == {"loop": "split",
+                                                                                           "pool": "down"}

@@ -9,7 +9,7 @@ import pytest
 
 from serverbench.overtime import overload, soak, timeline
 from serverbench.model import LoadgenReport
-from serverbench.overtime.overload import CRASHES, DEGRADES, HOLDS, KEPT_UP, SHEDS, SLOWS
+from serverbench.overtime.overload import CRASHES, DEGRADES, HOLDS, KEPT_UP, SHEDS, SLOWS, SPLIT
 from serverbench.overtime.timeline import LoadSecond, ServerSecond
 
 N = 40  # seconds; the end window is the last 8 (20 %)
@@ -123,12 +123,21 @@ def test_no_timeline_no_verdict_and_the_peak_is_smoothed() -> None:
     assert judge(tl(ok, [10.0] * 10)).peak_ok_rps == pytest.approx(4000.0)
 
 
-def test_repetitions_combine_crash_first_then_most_common_then_most_severe() -> None:
-    assert overload.combine([HOLDS, CRASHES, HOLDS]) == CRASHES
-    assert overload.combine([HOLDS, SHEDS, HOLDS]) == HOLDS
-    assert overload.combine([HOLDS, SHEDS]) == SHEDS  # tie: the more severe
-    assert overload.combine([SLOWS, SHEDS, KEPT_UP]) == SLOWS
-    assert overload.combine([]) is None
+def test_repetitions_agree_or_the_verdict_is_split_with_the_counts() -> None:
+    # issue 49: a verdict the repetitions disagree on is not a verdict: no majority, no crash first
+    same = overload.combine([HOLDS, HOLDS, HOLDS])
+    assert (same.verdict, same.split, same.text()) == (HOLDS, False, "holds 3 of 3")
+    split = overload.combine([SHEDS, SLOWS, SHEDS])
+    assert (split.verdict, split.split, split.text()) == (SPLIT, True, "sheds 2 of 3, slows 1")
+    crash = overload.combine([HOLDS, CRASHES, HOLDS])
+    assert (crash.verdict, crash.text()) == (SPLIT, "holds 2 of 3, crashes 1")
+    # as often each: the more severe first (SEVERITY), never one of them chosen
+    assert overload.combine([HOLDS, SHEDS]).text() == "sheds 1 of 2, holds 1"
+    assert overload.combine([SLOWS, SHEDS, KEPT_UP]).text() == "slows 1 of 3, sheds 1, kept up 1"
+    # a repetition that could not be judged is left out, not counted against the others
+    assert (overload.combine([SHEDS, None, SHEDS]).verdict, overload.combine([SHEDS, None, SHEDS]).text()) == (
+        SHEDS, "sheds 2 of 2")
+    assert overload.combine([]).verdict is None and overload.combine([None]).text() is None
     assert [v for v, _ in overload.RULES] == [CRASHES, DEGRADES, SHEDS, SLOWS, HOLDS, KEPT_UP]
 
 

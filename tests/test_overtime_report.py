@@ -4,6 +4,7 @@ one-second p99 then the spread, the rules written out, and one small-multiple ro
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -169,3 +170,35 @@ def test_a_run_stored_before_the_facts_reads_the_workload_files() -> None:
     assert {n for n, f in facts.items() if f["ramp"]} == {"stressgrid", "locust-users", "stressgrid-overload"}
     assert facts["latency-at-rate"]["kind"] == "fixed-load" and facts["prantl-wrk"]["description"]
     assert [f["p99_limit_us"] for f in facts.values() if f["p99_limit_us"]]  # a capacity workload declares one
+
+
+def _repetitions(server: str, timelines: list[list[dict]]) -> list[CellRecord]:
+    """One cell per repetition of `server`, repetition i with the i-th timeline."""
+    return [dataclasses.replace(cell(server, "ovl", "overload", rows, "sessions"), repetition=i)
+            for i, rows in enumerate(timelines, 1)]
+
+
+def test_repetitions_that_disagree_give_a_split_verdict_with_the_counts_and_agreeing_ones_their_verdict() -> None:
+    T = range(1, 41)
+    sheds = [row(t, min(1000 * t, 15_000), 11 if t < 15 else 250, failed=0 if t < 15 else 800, demand=250 * t)
+             for t in T]
+    # past the peak the answered requests' latency keeps growing with the failures: slows
+    slows = [row(t, min(1000 * t, 15_000), 11 if t < 15 else 11 * (t - 13), failed=0 if t < 15 else 800,
+                 demand=250 * t) for t in T]
+    cells = _repetitions("shed", [sheds, sheds, slows]) + _repetitions("queue", [sheds, sheds, sheds])
+    assert [c.metrics.overload.overload_verdict for c in cells] == ["sheds", "sheds", "slows"] + ["sheds"] * 3
+    run = SimpleNamespace(id=9, fingerprint=FP, options={}, status="finished", started_at="2026-01-01T00:00:00",
+                          finished_at=None)
+    res = aggregate.collect(9, cells, FP, facts={})
+    f = {g.server: g.figures.over_time for g in res.workloads[0].points[0].groups}
+    assert (f["shed"].verdict, f["shed"].verdict_counts) == ("split", "sheds 2 of 3, slows 1")
+    assert f["shed"].verdict_reason.startswith("repetition 1: sheds — ") and "; repetition 3: slows — " in f["shed"].verdict_reason
+    assert (f["queue"].verdict, f["queue"].verdict_counts) == ("sheds", "sheds 3 of 3")
+    md = to_markdown.render(run, res).decode()
+    shed = next(x for x in md.splitlines() if re.match(r"\| [\d–]+ \| shed ", x))
+    assert "| split (sheds 2 of 3, slows 1) | repetition 1: sheds" in shed
+    queue = next(x for x in md.splitlines() if re.match(r"\| [\d–]+ \| queue ", x))
+    assert "| sheds | " in queue and "split" not in queue
+    assert "never the most common one" in md  # the rule is written beside the table
+    rows = {r["server"]: r for r in csv.DictReader(io.StringIO(to_csv.render(run, res).decode()))}
+    assert (rows["shed"]["verdict"], rows["shed"]["verdict_counts"]) == ("split", "sheds 2 of 3, slows 1")

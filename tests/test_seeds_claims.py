@@ -17,11 +17,11 @@ MIB = 2**20
 
 
 def _g(server: str, verdict: str | None = None, reason: str = "", limit: int | None = None,
-       killed: float | None = None, p50: float | None = None, rps: float | None = None) -> NS:
+       killed: float | None = None, p50: float | None = None, rps: float | None = None, counts: str | None = None) -> NS:
     """A group as the aggregation gives it, with only what the claims read."""
     mem = NS(memory_limit_bytes=limit, memory_killed_at_s=killed, memory_limit_method="cgroup-v2" if limit else None)
     return NS(server=server, throughput=NS(median=rps) if rps is not None else None, latency={"p50": p50},
-              figures=NS(over_time=NS(verdict=verdict, verdict_reason=reason), warmup=None),
+              figures=NS(over_time=NS(verdict=verdict, verdict_reason=reason, verdict_counts=counts), warmup=None),
               ok=[NS(metrics=NS(memory=mem))])
 
 
@@ -78,6 +78,28 @@ def test_overload_yes_partly_no_and_not_measured() -> None:
     assert none.answer == sc.NOT_MEASURED and "a (no overload verdict), b (no overload verdict)" in none.why
     absent = sc.answer(c, _results("other", "full", [holds_a, holds_b]))
     assert (absent.answer, absent.point) == (sc.NOT_MEASURED, None) and "did not measure ov" in absent.why
+
+
+def test_a_claim_on_a_row_whose_repetitions_disagree_is_not_settled_never_a_majority() -> None:
+    c = _overload(["sheds"], rows=("a", "b", "c"))
+    split_a = _g("a", "split", "repetition 1: sheds — x; repetition 2: sheds — y; repetition 3: slows — z",
+                 counts="sheds 2 of 3, slows 1")
+    r = sc.answer(c, _results("ov", "full", [split_a, _g("b", "sheds", "12% failed"), _g("c", "degrades", "fell")]))
+    # b matches and c does not, yet the answer is not "partly": a's verdict is not one
+    assert (r.answer, r.point) == (sc.NOT_SETTLED, "full") and sc.NOT_SETTLED in sc.ANSWERS
+    assert r.why.startswith("not settled by this run: the repetitions disagree for a (sheds 2 of 3, slows 1); "
+                            "of the other rows, holds for: b; not for: c; what would settle it: more repetitions "
+                            "(`serverbench seeds --measure --repeat 5`), or the full size (`serverbench run --full "
+                            "--workload ov --servers a,b,c"), r.why
+    assert r.evidence[0] == ("a: split (sheds 2 of 3, slows 1) — repetition 1: sheds — x; repetition 2: sheds — y; "
+                             "repetition 3: slows — z")
+    # a majority of matching rows does not settle it either
+    both = sc.answer(c, _results("ov", "full", [split_a, _g("b", "sheds"), _g("c", "sheds")]))
+    assert both.answer == sc.NOT_SETTLED and "holds for: b, c" in both.why
+    # rows whose repetitions all gave one verdict still answer it
+    agreed = sc.answer(c, _results("ov", "full", [_g("a", "sheds", counts="sheds 3 of 3"), _g("b", "sheds"),
+                                                  _g("c", "sheds")]))
+    assert agreed.answer == sc.YES
 
 
 def test_out_of_memory_is_not_measured_without_a_memory_limit_and_answered_with_one() -> None:

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..overtime import timeline
+from ..overtime.figures import verdict_text
 from ..results.aggregate import Group, PointData
 from .figures import FONT, log_ticks, model_color
 
@@ -42,7 +43,7 @@ def _label(g: Group, view: dict[str, Any]) -> str:
     f = g.figures
     parts = [f"<b>{g.place or '–'}. {g.server}</b>"]
     if f.over_time.verdict:
-        parts.append(f"<b>{f.over_time.verdict}</b>")
+        parts.append(f"<b>{verdict_text(f.over_time)}</b>")
     if f.over_time.peak_ok_rps is not None:
         parts.append(f"peak {f.over_time.peak_ok_rps:,.0f} req/s")
     if f.over_time.worst_second_p99_us is not None:

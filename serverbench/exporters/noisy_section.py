@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.formatting import fmt_num, fmt_us
-from ..results.noisy import INTRO, RULES
+from ..results.noisy import INTRO, RULES, verdict_text
+from ..rules.agreement import SPLIT
 
 KIND = "noisy"
 ENDED_INTRO = ("How each server ended the noise connections (medians over the repetitions of loadgen's counters): "
@@ -55,7 +56,7 @@ def _effect(g: Any | None) -> str:
         return "not judged (no result" + (")" if g.throughput is not None else f" — {_status(g)})")
     p99 = f"{f.noise.noise_p99_ratio:.2f}" if f.noise.noise_p99_ratio is not None else "—"
     rate = f"{f.noise.noise_rate_ratio:.2f}" if f.noise.noise_rate_ratio is not None else "—"
-    return f"{p99}, {rate} → {f.noise.noise_verdict}"
+    return f"{p99}, {rate} → {verdict_text(f.noise)}"
 
 
 def _status(g: Any) -> str:
@@ -109,18 +110,18 @@ def ended_rows(wl: Any) -> list[list[str]]:
 def ratios(wl: Any) -> dict[str, dict[str, tuple[float | None, str | None]]]:
     """shape → server → (p99 ratio to the quiet twin, verdict): the chart's data."""
     by = _by_shape(wl)
-    return {shape: {s: (g.figures.noise.noise_p99_ratio, g.figures.noise.noise_verdict)
+    return {shape: {s: (g.figures.noise.noise_p99_ratio, verdict_text(g.figures.noise))
                     for (s, sh), g in by.items() if sh == shape}
             for shape in shapes(wl)}
 
 
 def verdict_counts(wl: Any) -> str:
-    """One line: how many rows got each verdict per shape (the section's summary)."""
+    """One line: how many rows got each verdict per shape (the section's summary), split rows apart."""
     by = _by_shape(wl)
     parts = []
     for shape in shapes(wl):
         got = [g.figures.noise.noise_verdict for (s, sh), g in by.items()
                if sh == shape and g.figures.noise.noise_verdict]
-        counts = ", ".join(f"{got.count(v)} {v}" for v, _ in RULES if got.count(v))
+        counts = ", ".join(f"{got.count(v)} {v}" for v in [v for v, _ in RULES] + [SPLIT] if got.count(v))
         parts.append(f"{shape}: {counts or 'not judged'}")
     return "; ".join(parts)

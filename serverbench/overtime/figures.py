@@ -1,4 +1,5 @@
-"""A group's behaviour over time across its repetitions: the overload verdict combined, the
+"""A group's behaviour over time across its repetitions: the overload verdict they all gave, or split
+with how many gave each (overload.combine, rules/agreement.py), the
 per-cell over-time figures as medians, crashes and a shared server CPU as warnings.
 aggregate.Group calls it; every output reads the result through GroupFigures, none recomputes.
 """
@@ -10,13 +11,15 @@ from typing import Any
 
 from . import overload
 from ..model import CellMetrics, CellRecord, FigureGroup
+from ..rules.agreement import Agreement
 
 
 class GroupOverTime(FigureGroup):
     """A group's behaviour over time (GroupFigures.over_time): the overload verdict across repetitions,
     medians of the cells' over-time figures, the earliest death, the memory limits' methods."""
 
-    verdict: str | None = None
+    verdict: str | None = None  # the one all repetitions gave, "split" where they differ, None: none judged
+    verdict_counts: str | None = None  # how many repetitions gave each: "sheds 2 of 3, slows 1"
     verdict_reason: str | None = None
     peak_ok_rps: float | None = None
     p90_at_peak_us: float | None = None
@@ -49,20 +52,30 @@ def _median(cells: list[CellRecord], pick: Callable[[CellMetrics], Any]) -> floa
     return statistics.median(vs) if vs else None
 
 
+def _reason(cells: list[CellRecord], agreement: Agreement) -> str | None:
+    """The figures behind the group's verdict: a repetition's that gave it, or, split, each repetition's."""
+    judged = [c for c in cells if c.metrics.overload.overload_verdict]
+    if not agreement.split:
+        return next((c.metrics.overload.overload_reason for c in judged), None)
+    return "; ".join(f"repetition {c.repetition}: {c.metrics.overload.overload_verdict} — "
+                     f"{c.metrics.overload.overload_reason or 'no reason stored'}"
+                     for c in sorted(judged, key=lambda c: c.repetition))
+
+
 def figures(cells: list[CellRecord]) -> GroupOverTime:
     """The over-time figures of a group's measured cells."""
-    verdicts = [c.metrics.overload.overload_verdict for c in cells if c.metrics.overload.overload_verdict]
-    verdict = overload.combine(verdicts)
-    # the reason of a repetition that had the combined verdict
-    reason = next((c.metrics.overload.overload_reason for c in cells
-                   if c.metrics.overload.overload_verdict == verdict), None)
-    if verdict and len(set(verdicts)) > 1:
-        reason = f"{reason} (repetitions: {', '.join(verdicts)})"
+    agreement = overload.combine([c.metrics.overload.overload_verdict for c in cells])
+    verdict, reason = agreement.verdict, _reason(cells, agreement)
     died = [c.metrics.over_time.server_died_at_s for c in cells if c.metrics.over_time.server_died_at_s is not None]
     methods = sorted({c.metrics.memory.memory_limit_method for c in cells if c.metrics.memory.memory_limit_method})
-    return GroupOverTime(verdict=verdict, verdict_reason=reason,
+    return GroupOverTime(verdict=verdict, verdict_counts=agreement.text(), verdict_reason=reason,
                          **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
                          server_died_at_s=min(died) if died else None, memory_limit_method=", ".join(methods) or None)
+
+
+def verdict_text(t: GroupOverTime) -> str | None:
+    """The verdict as a reader sees it: "split (sheds 2 of 3, slows 1)" where the repetitions differ."""
+    return f"{t.verdict} ({t.verdict_counts})" if t.verdict == overload.SPLIT else t.verdict
 
 
 def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
@@ -94,4 +107,4 @@ def crash_warnings(cells: list[CellRecord]) -> list[str]:
     return out
 
 
-__all__ = ["GroupOverTime", "figures", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]
+__all__ = ["GroupOverTime", "figures", "verdict_text", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]

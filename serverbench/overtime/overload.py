@@ -15,10 +15,10 @@ The verdict is the first rule of `RULES` that matches; the thresholds are the co
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import asdict, dataclass
 
 from ..model import OverloadFigures
+from ..rules.agreement import SPLIT, Agreement, agree
 from .timeline import LoadSecond, ServerSecond, median, smoothed
 
 SMOOTH_S = 3
@@ -33,7 +33,7 @@ DEMAND_KEPT = 0.9  # … while demand at the end is still at least this fraction
 MACHINE_NOISE = 15.0
 
 CRASHES, DEGRADES, SHEDS, SLOWS, HOLDS, KEPT_UP = "crashes", "degrades", "sheds", "slows", "holds", "kept up"
-# Most severe first; combining repetitions breaks ties towards the more severe.
+# Most severe first: the order in which a split verdict lists verdicts given as often.
 SEVERITY = [CRASHES, DEGRADES, SLOWS, SHEDS, HOLDS, KEPT_UP]
 RULES: list[tuple[str, str]] = [
     (CRASHES, "the server's process died during the run (killed at the memory limit included)"),
@@ -48,9 +48,10 @@ RULES: list[tuple[str, str]] = [
     (KEPT_UP, f"fewer than {FAILED_SHARE:.0%} failed and latency stayed within {GROWTH:g}× its light-load "
               "value: demand never passed its capacity, so there is no overload behaviour to judge"),
 ]
-RULES_INTRO = ("Verdict: the first rule that matches, from the per-second timeline of each repetition "
-               "(repetitions that differ: the most common verdict, ties to the more severe; any crash "
-               "makes it 'crashes'). Peak = the highest 3-second mean of successful responses/s; "
+RULES_INTRO = ("Verdict: the first rule that matches, from the per-second timeline of each repetition; "
+               "a row's verdict is the one all its repetitions gave, and where they differ it is split, with "
+               "how many gave each (\"sheds 2 of 3, slows 1\"), never the most common one (a crash in any "
+               "repetition is also a warning). Peak = the highest 3-second mean of successful responses/s; "
                "end = the last 20 % of the run; answered latency = the per-second median while fewer "
                "than half of that second's requests failed.")
 
@@ -141,17 +142,11 @@ def judge(seconds: list[LoadSecond], died_at_s: float | None = None, memory_kill
     return Overload(KEPT_UP, f"{share}; {grew}", **fig)
 
 
-def combine(verdicts: list[str]) -> str | None:
-    """The verdict of several repetitions: any crash wins; else the most common, ties to the more severe."""
-    vs = [v for v in verdicts if v]
-    if not vs:
-        return None
-    if CRASHES in vs:
-        return CRASHES
-    counts = Counter(vs)
-    rank = {v: i for i, v in enumerate(SEVERITY)}
-    return max(counts, key=lambda v: (counts[v], -rank.get(v, len(SEVERITY))))
+def combine(verdicts: list[str | None]) -> Agreement:
+    """The verdict of several repetitions (rules/agreement.py): the one they all gave, else split with how
+    many gave each, most given first and ties in SEVERITY's order ("sheds 2 of 3, slows 1")."""
+    return agree(verdicts, SEVERITY)
 
 
 __all__ = ["Overload", "judge", "combine", "RULES", "RULES_INTRO", "SEVERITY", "CRASHES", "DEGRADES", "SHEDS",
-           "SLOWS", "HOLDS", "KEPT_UP"]
+           "SLOWS", "HOLDS", "KEPT_UP", "SPLIT"]

@@ -1,8 +1,10 @@
 """The noisy workload's verdicts (part of the one aggregation): what bad clients on connections of
 their own cost a row's legitimate traffic. Each noise point is compared with its quiet twin (the same
 fixed open load in the same server start, without noise): the legitimate p99 over every due request
-and the successful rate as ratios of the twin's, and a verdict from the rules below. Medians over the
-repetitions on both sides; every output reads the result through GroupFigures.
+and the successful rate as ratios of the twin's (medians over the repetitions, each noise cell against the
+twin of its own start), and a verdict from the rules below, judged per repetition: the row's verdict is the
+one they all gave, or split with how many gave each (rules/agreement.py), never the most common one. Every
+output reads the result through GroupFigures.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import FigureGroup
+from ..rules.agreement import SPLIT, agree
 
 DOWN_RATE = 0.10  # served under 10 % of its quiet rate: the legitimate traffic is not being served
 STARVED_RATE = 0.90  # under 90 %: some of the fixed demand went unserved or failed
@@ -29,7 +32,8 @@ RULES: list[tuple[str, str]] = [
 INTRO = ("Each noise shape beside the same fixed legitimate load as the quiet twin, measured in the same server "
          "start. Ratios are noise ÷ quiet within each repetition (p99 over every due request: higher is worse; "
          "successful rate: lower is worse), the median over the repetitions; the verdict is the first rule that "
-         "applies. A quiet twin that did not hold the offered rate is marked: its row is compared with a starved "
+         "applies, judged in each repetition: the row's is the one they all gave, or split with how many gave "
+         "each (\"slowed 2 of 3, unaffected 1\"), never the most common one. A quiet twin that did not hold the offered rate is marked: its row is compared with a starved "
          "baseline.")
 VERDICTS = [v for v, _ in RULES]
 # How a row ended the noise connections (loadgen's counters): shown beside the verdicts.
@@ -42,8 +46,9 @@ class NoiseEffect:
     twin: str
     p99_ratio: float | None  # median over the repetitions of (noise p99 ÷ its start's quiet p99)
     rate_ratio: float | None  # the same for the successful rate
-    verdict: str | None  # None: no repetition has both sides to compare
+    verdict: str | None  # the one every judged repetition gave, SPLIT, None: no repetition has both sides
     twin_held: bool | None  # the quiet twin itself held the offered rate (False: a starved baseline)
+    verdict_counts: str | None = None  # how many repetitions gave each verdict: "slowed 2 of 3, unaffected 1"
 
 
 def verdict(p99_ratio: float | None, rate_ratio: float | None, p99_added_us: float | None) -> str | None:
@@ -65,22 +70,36 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def paired(noise: list[Any], quiet: list[Any]) -> tuple[float | None, float | None, float | None]:
-    """(p99 ratio, rate ratio, p99 added in µs): medians over the repetitions, each noise cell against
-    the quiet twin of its own repetition (the same server start), so a repetition disturbed by something
-    else weighs one vote, not the merged histogram's tail."""
+def _pairs(noise: list[Any], quiet: list[Any]) -> list[tuple[float | None, float | None, float | None]]:
+    """(p99 ratio, rate ratio, p99 added in µs) of each noise cell against the quiet twin of its own
+    repetition (the same server start), in the noise cells' order; cells without a twin left out."""
     twin = {c.repetition: c.metrics for c in quiet}
-    p99s, rates, added = [], [], []
+    out = []
     for c in noise:
         q, m = twin.get(c.repetition), c.metrics
         if q is None:
             continue
-        if m.counts.rps is not None and q.counts.rps:
-            rates.append(m.counts.rps / q.counts.rps)
-        if m.latency.p99_us is not None and q.latency.p99_us:
-            p99s.append(m.latency.p99_us / q.latency.p99_us)
-            added.append(m.latency.p99_us - q.latency.p99_us)
-    return _median(p99s), _median(rates), _median(added)
+        rate = m.counts.rps / q.counts.rps if m.counts.rps is not None and q.counts.rps else None
+        both = m.latency.p99_us is not None and q.latency.p99_us
+        out.append((m.latency.p99_us / q.latency.p99_us if both else None, rate,
+                    m.latency.p99_us - q.latency.p99_us if both else None))
+    return out
+
+
+def paired(noise: list[Any], quiet: list[Any]) -> tuple[float | None, float | None, float | None]:
+    """(p99 ratio, rate ratio, p99 added in µs): medians over the repetitions, each noise cell against
+    the quiet twin of its own repetition (the same server start), so a repetition disturbed by something
+    else weighs one vote, not the merged histogram's tail."""
+    pairs = _pairs(noise, quiet)
+
+    def med(i: int) -> float | None:
+        return _median([v for p in pairs if (v := p[i]) is not None])
+    return med(0), med(1), med(2)
+
+
+def repetition_verdicts(noise: list[Any], quiet: list[Any]) -> list[str | None]:
+    """Each repetition's verdict, by the same rules on its own ratios (None: it cannot be judged)."""
+    return [verdict(p99, rate, added) for p99, rate, added in _pairs(noise, quiet)]
 
 
 def attach(groups: list[Any]) -> None:
@@ -92,9 +111,11 @@ def attach(groups: list[Any]) -> None:
         if shape is None or twin is None:
             continue
         q = by_point.get((twin, g.server))
-        p99_ratio, rate_ratio, added = paired(g.ok, q.ok if q is not None else [])
-        g.noise_effect = NoiseEffect(shape, twin, p99_ratio, rate_ratio, verdict(p99_ratio, rate_ratio, added),
-                                     q.held if q is not None else None)
+        quiet = q.ok if q is not None else []
+        p99_ratio, rate_ratio, _ = paired(g.ok, quiet)
+        agreement = agree(repetition_verdicts(g.ok, quiet), VERDICTS)
+        g.noise_effect = NoiseEffect(shape, twin, p99_ratio, rate_ratio, agreement.verdict,
+                                     q.held if q is not None else None, agreement.text())
 
 
 def shape_of(g: Any) -> str | None:
@@ -131,7 +152,8 @@ class GroupNoise(FigureGroup):
     noise_twin: str | None = None
     noise_p99_ratio: float | None = None
     noise_rate_ratio: float | None = None
-    noise_verdict: str | None = None
+    noise_verdict: str | None = None  # the one every repetition gave, "split" where they differ
+    noise_verdict_counts: str | None = None  # how many repetitions gave each: "slowed 2 of 3, unaffected 1"
     noise_twin_held: bool | None = None  # False: the quiet twin itself did not hold the rate
     noise_held_peak: float | None = None
     noise_opened: float | None = None
@@ -142,6 +164,11 @@ class GroupNoise(FigureGroup):
     noise_open_at_end: float | None = None
 
 
+def verdict_text(f: GroupNoise) -> str | None:
+    """The verdict as a reader sees it: "split (slowed 2 of 3, unaffected 1)" where the repetitions differ."""
+    return f"{f.noise_verdict} ({f.noise_verdict_counts})" if f.noise_verdict == SPLIT else f.noise_verdict
+
+
 def figures(g: Any) -> GroupNoise:
     """The noisy figures of one group (all None outside a noisy workload)."""
     e: NoiseEffect | None = getattr(g, "noise_effect", None)
@@ -149,5 +176,6 @@ def figures(g: Any) -> GroupNoise:
         return GroupNoise()
     return GroupNoise(noise_shape=e.shape if e else shape_of(g), noise_twin=e.twin if e else twin_of(g),
                       noise_p99_ratio=e.p99_ratio if e else None, noise_rate_ratio=e.rate_ratio if e else None,
-                      noise_verdict=e.verdict if e else None, noise_twin_held=e.twin_held if e else None,
+                      noise_verdict=e.verdict if e else None, noise_verdict_counts=e.verdict_counts if e else None,
+                      noise_twin_held=e.twin_held if e else None,
                       **counters(g.ok))

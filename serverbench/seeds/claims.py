@@ -10,28 +10,38 @@ A claim is answered at the first of its points the run has in its workload, from
   the time on top of a sleep); the pair matches when a × factor ≤ b (lower is better) or a ≥ b ×
   factor (higher is better).
 Every measured row (pair) matches: "yes"; none: "no"; some: "partly"; none measured: "not measured",
-saying what is missing. Never an answer from anything but the run's figures.
+saying what is missing. An overload claim with a row whose repetitions gave different verdicts (split,
+rules/agreement.py) is "not settled" by the run, saying which rows and what would settle it, never
+answered from a majority. Never an answer from anything but the run's figures.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..overtime.figures import verdict_text
+from ..overtime.overload import SPLIT
 from ..results.formatting import fmt_us
 from .compare import find_point, our_figure
 from .reading import reading
 from .studies import OUT_OF_MEMORY, Claim, Study
 
-YES, NO, PARTLY, NOT_MEASURED = "yes", "no", "partly", "not measured"
-# an overload claim's row: its verdict matches, does not, is missing, or it cannot say "out of memory"
-MATCH, NO_MATCH, MISSING, NO_LIMIT = "match", "no match", "missing", "no limit"
+YES, NO, PARTLY, NOT_MEASURED, NOT_SETTLED = "yes", "no", "partly", "not measured", "not settled"
+ANSWERS = (YES, NO, PARTLY, NOT_MEASURED, NOT_SETTLED)
+# an overload claim's row: its verdict matches, does not, is missing, it cannot say "out of memory", or its
+# repetitions disagree
+MATCH, NO_MATCH, MISSING, NO_LIMIT, SPLIT_ROW = "match", "no match", "missing", "no limit", "split"
+# What settles a claim whose rows' repetitions disagreed: more of them (seeds' own run, as many rows), or the
+# workload's longer full size (a run of the claim's rows, then read with --run)
+SETTLE = ("more repetitions (`serverbench seeds --measure --repeat 5`), or the full size (`serverbench run --full "
+          "--workload {workload} --servers {rows} --repeat 3`, then `serverbench seeds --run` with its id)")
 
 
 @dataclass(frozen=True)
 class Answer:
     """One claim against one run: the answer, a one-line why, and one evidence line per row or pair."""
     claim: Claim
-    answer: str  # yes | no | partly | not measured
+    answer: str  # yes | no | partly | not measured | not settled
     point: str | None  # the run's point used; None when the run did not measure the workload
     why: str
     evidence: list[str] = field(default_factory=list)
@@ -77,11 +87,13 @@ def _memory(g: Any) -> tuple[float | None, float | None]:
 
 
 def _overload_row(c: Claim, sid: str, g: Any | None, where: str) -> tuple[str, str]:
-    """(MATCH | NO_MATCH | MISSING | NO_LIMIT, the row's evidence line)."""
+    """(MATCH | NO_MATCH | MISSING | NO_LIMIT | SPLIT_ROW, the row's evidence line)."""
     verdict = g.figures.over_time.verdict if g is not None else None
     if verdict is None:
         return MISSING, f"{sid}: no overload verdict in {where}"
-    line = f"{sid}: {verdict} — {g.figures.over_time.verdict_reason or 'no reason stored'}"
+    line = f"{sid}: {verdict_text(g.figures.over_time)} — {g.figures.over_time.verdict_reason or 'no reason stored'}"
+    if verdict == SPLIT:
+        return SPLIT_ROW, line
     if verdict in c.expect:
         return MATCH, line
     if OUT_OF_MEMORY not in c.expect:
@@ -96,18 +108,33 @@ def _overload_row(c: Claim, sid: str, g: Any | None, where: str) -> tuple[str, s
 
 def _overload(c: Claim, point: Any, where: str) -> Answer:
     groups = {g.server: g for g in point.groups}
-    states: dict[str, list[str]] = {MATCH: [], NO_MATCH: [], MISSING: [], NO_LIMIT: []}
+    states: dict[str, list[str]] = {MATCH: [], NO_MATCH: [], MISSING: [], NO_LIMIT: [], SPLIT_ROW: []}
     evidence = []
     for sid in c.rows:
         state, line = _overload_row(c, sid, groups.get(sid), where)
         states[state].append(sid)
         evidence.append(line)
+    if states[SPLIT_ROW]:
+        return _not_settled(c, point.label, where, states, groups, evidence)
     if states[NO_LIMIT] and not states[MATCH] and not states[NO_MATCH]:
         return Answer(c, NOT_MEASURED, point.label, "the run set no --server-memory-limit for "
                       f"{_names(states[NO_LIMIT])}: whether they run out of memory cannot be told", evidence)
     missing = [f"{sid} (no overload verdict)" for sid in states[MISSING]]
     missing += [f"{sid} (no --server-memory-limit)" for sid in states[NO_LIMIT]]
     return _tally(c, point.label, where, states[MATCH], states[NO_MATCH], missing, evidence)
+
+
+def _not_settled(c: Claim, point: str, where: str, states: dict[str, list[str]], groups: dict[str, Any],
+                 evidence: list[str]) -> Answer:
+    """A claim with rows whose repetitions disagreed: which, what the other rows said, what would settle it."""
+    split = [f"{sid} ({groups[sid].figures.over_time.verdict_counts})" for sid in states[SPLIT_ROW]]
+    rest = [f"{what}: {_names(states[k])}" for k, what in ((MATCH, "holds for"), (NO_MATCH, "not for"),
+                                                            (MISSING, "no verdict for"), (NO_LIMIT, "no limit for"))
+            if states[k]]
+    settle = SETTLE.format(workload=c.workload, rows=",".join(c.rows))
+    return Answer(c, NOT_SETTLED, point, f"not settled by {where}: the repetitions disagree for {_names(split)}"
+                  + (f"; of the other rows, {'; '.join(rest)}" if rest else "")
+                  + f"; what would settle it: {settle}", evidence)
 
 
 def _figure(c: Claim, g: Any | None) -> float | None:
@@ -161,4 +188,5 @@ def answers(study: Study, results: Any) -> list[Answer]:
     return [answer(c, results) for c in study.claim]
 
 
-__all__ = ["Answer", "answer", "answers", "rule_text", "YES", "NO", "PARTLY", "NOT_MEASURED"]
+__all__ = ["Answer", "answer", "answers", "rule_text", "YES", "NO", "PARTLY", "NOT_MEASURED", "NOT_SETTLED", "ANSWERS",
+           "SETTLE"]
