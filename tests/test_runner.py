@@ -213,6 +213,29 @@ def test_repetitions_alternate_the_server_order(env) -> None:
     assert order == [(1, "py-ok"), (1, "py-never-ready"), (2, "py-never-ready"), (2, "py-ok")]
 
 
+def test_a_first_answer_is_read_after_every_rows_first_repetition(env, tmp_path: Path, monkeypatch) -> None:
+    """Issue 49: RepetitionEnded after each repetition's last cell, before the next one's first; the CLI's
+    listener prints and writes the provisional answer from the cells stored by then."""
+    from serverbench.cli import steps
+    from serverbench.run.events import CellFinished, RepetitionEnded
+    seen: list[tuple[str, int]] = []
+
+    def listen(ev) -> None:
+        if isinstance(ev, RepetitionEnded):
+            seen.append(("ended", ev.repetition))
+            if ev.repetition == 1:
+                monkeypatch.setattr("serverbench.paths.REPORTS", tmp_path / "reports")
+                text = steps.provisional(env["store"], ev.run_id, ev.repeat).read_text()
+                assert text.startswith("> **PROVISIONAL: 1 of 2 repetitions measured") and "py-ok" in text
+                assert {c.repetition for c in env["store"].cells(ev.run_id)} == {1}
+        elif isinstance(ev, CellFinished):
+            seen.append(("cell", ev.cell.repetition))
+    go(env, ["py-ok", "py-never-ready"], ["mini"], repeat=2, ready_timeout=1.0, on_event=listen)
+    ends = [i for i, e in enumerate(seen) if e[0] == "ended"]
+    assert [seen[i] for i in ends] == [("ended", 1), ("ended", 2)] and ends[1] == len(seen) - 1
+    assert all(r == 1 for kind, r in seen[:ends[0]]) and all(r == 2 for kind, r in seen[ends[0] + 1:ends[1]])
+
+
 def test_unverified_servers_are_skipped_with_the_reason(env) -> None:
     res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
     cells = env["store"].cells(res.run_id)

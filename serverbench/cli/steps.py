@@ -6,6 +6,7 @@ verify/prepare.py's).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -49,9 +50,15 @@ def measure(store: Any, opts: Any, **kw: Any) -> Any:
     from ..run.runner import run_matrix
     from ..results.aggregate import fixed_rate_plans
     from ..database.schema import DatabaseError
+    from ..run.events import RepetitionEnded
     view = RunView(console)
+
+    def listen(ev: Any) -> None:
+        view(ev)
+        if isinstance(ev, RepetitionEnded) and ev.repetition == 1 and ev.repeat > 1:
+            provisional(store, ev.run_id, ev.repeat)
     try:
-        result = run_matrix(store, opts, on_event=view, order_blocks=fixed_rate_plans, **kw)
+        result = run_matrix(store, opts, on_event=listen, order_blocks=fixed_rate_plans, **kw)
     except KeyboardInterrupt:
         raise
     except DatabaseError as e:  # before anything was measured: the database could not be started or used
@@ -62,6 +69,32 @@ def measure(store: Any, opts: Any, **kw: Any) -> Any:
                    f"continue with `serverbench run --resume {rid}`", 1) from None
     finish(store, result)
     return result
+
+
+def provisional(store: Any, run_id: int, repeat: int) -> Path:
+    """The first answer, after every row's first repetition (`make bench` shows it about halfway): each
+    point's first rows and the table, printed and written as run-<id>.provisional.md beside the reports,
+    labelled provisional; one repetition is judged against no noise, the final report replaces it."""
+    from .. import paths
+    from ..exporters import opening, to_markdown
+    from ..results import aggregate
+    from .views import summary_table
+    run, results = aggregate.load(store, run_id)
+    label = (f"PROVISIONAL: 1 of {repeat} repetitions measured, judged against no noise; the final answer "
+             f"follows when the run ends (run {run_id})")
+    console.print(f"[bold yellow]{label}[/]")
+    for wl, pt, _ in opening.glances(results):
+        top = pt.measured[:3]
+        console.print(f"  {wl.name} · {pt.label}: " + ", then ".join(
+            f"{g.server} ({g.throughput.median:,.0f} req/s)" if g.throughput is not None else g.server for g in top))
+    table = summary_table(results)
+    table.title = f"provisional: 1 of {repeat} repetitions"
+    console.print(table)
+    path = paths.REPORTS / f"run-{run_id}.provisional.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(f"> **{label}.**\n\n".encode() + to_markdown.render(run, results))
+    console.print(f"provisional Markdown: {path}")
+    return path
 
 
 def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = True, starts: int = 5,
@@ -187,4 +220,4 @@ class _Eta:
         return (f"about {self.left * factor / 60:.0f} min left (the runs so far took {factor:.1f}× their "
                 f"planned load)")
 
-__all__ = ["finish", "measure", "measure_needs", "plan_table", "planned_seconds", "ready_rows", "run_profiles"]
+__all__ = ["finish", "measure", "provisional", "measure_needs", "plan_table", "planned_seconds", "ready_rows", "run_profiles"]

@@ -33,6 +33,15 @@ class CellFinished:
 
 
 @dataclass(frozen=True)
+class RepetitionEnded:
+    """Every planned cell of repetition `repetition` (of `repeat`) is stored: a first answer can be read."""
+
+    run_id: int
+    repetition: int
+    repeat: int
+
+
+@dataclass(frozen=True)
 class RunEnded:
     run_id: int
     status: str  # finished | interrupted | failed
@@ -42,7 +51,7 @@ class RunEnded:
     skipped: int
 
 
-Event = Union[RunStarted, CellStarted, CellFinished, RunEnded]
+Event = Union[RunStarted, CellStarted, CellFinished, RepetitionEnded, RunEnded]
 Listener = Callable[[Event], None]
 
 

@@ -28,7 +28,7 @@ from .. import paths
 from ..catalog import workloads as wl
 from .capacity import find_capacity
 from .database_run import RunDatabase
-from .events import CellFinished, CellStarted, Listener, RunStarted, ignore
+from .events import CellFinished, CellStarted, Listener, RepetitionEnded, RunStarted, ignore
 from .lifecycle import MatrixResult, measured_run
 from .fingerprint import fingerprint as take_fingerprint
 from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
@@ -183,20 +183,30 @@ class Runner:
         self.emit(CellFinished(cell, advance_s))
 
     def run(self, plan: list) -> None:
-        for rep, m, w, size, todo in plan:
-            reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)
-            if reason is not None:
-                for p in todo:
-                    self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
-                                            started_at=now_iso(), finished_at=now_iso()), 0.0)
-                continue
-            # the points that take the run's server CPUs share one start per key type (tls_run.py: TLS
-            # replaces plaintext on $PORT); a cores point gets its own
-            for shared in tls_run.starts([p for p in todo if p.server_cores is None]):
-                self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
+        """Measure the plan in its order (repetitions outermost); RepetitionEnded after each repetition's
+        last cell, so that a first answer is shown while the other repetitions run."""
+        for i, (rep, m, w, size, todo) in enumerate(plan):
+            if i and plan[i - 1][0] != rep:
+                self.emit(RepetitionEnded(self.run_id, plan[i - 1][0], self.opts.repeat))
+            self._run_one(rep, m, w, size, todo)
+        if plan:
+            self.emit(RepetitionEnded(self.run_id, plan[-1][0], self.opts.repeat))
+
+    def _run_one(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point]) -> None:
+        """One (repetition, row, workload): its points on one start per key type, a cores point on its own."""
+        reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)
+        if reason is not None:
             for p in todo:
-                if p.server_cores is not None:
-                    self._run_cores_point(rep, m, w, size, p)
+                self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
+                                        started_at=now_iso(), finished_at=now_iso()), 0.0)
+            return
+        # the points that take the run's server CPUs share one start per key type (tls_run.py: TLS
+        # replaces plaintext on $PORT); a cores point gets its own
+        for shared in tls_run.starts([p for p in todo if p.server_cores is None]):
+            self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
+        for p in todo:
+            if p.server_cores is not None:
+                self._run_cores_point(rep, m, w, size, p)
 
     def _run_cores_point(self, rep: int, m: Any, w: Workload, size: Size, p: Point) -> None:
         """A point with `server_cores = k`: a fresh start pinned to the first k of the server machine's CPUs."""
