@@ -32,7 +32,8 @@ def report(run: Optional[int] = typer.Argument(None, help="run id (default: the 
            out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: results/reports)"),
            fmt: Optional[str] = typer.Option(None, "--format", "-f",
                                              help=f"comma-separated, of: {', '.join(exporters.EXPORTERS)} "
-                                                  "(default: html,markdown,csv)"),
+                                                  "(default: html,markdown,csv,profile-csv; "
+                                                  "profile-csv only with several kinds of work)"),
            db: Optional[Path] = typer.Option(None, "--db", help="results database")) -> None:
     """Write a run's report files (HTML, Markdown, CSV, JSON: the same aggregated figures)."""
     from ..exporters.report import write_report
@@ -53,7 +54,7 @@ def export_cmd(run: str = typer.Argument(..., help="Run id, or 'latest'."),
                out: Optional[Path] = typer.Option(None, "--out", "-o", help="File (default: stdout)."),
                db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """Export one run in one format (JSON: groups, warnings and every cell with its loadgen output)."""
-    from ..results import aggregate
+    from ..exporters.report import load
     try:
         exporter = exporters.get(fmt)
     except ValueError as e:
@@ -63,7 +64,7 @@ def export_cmd(run: str = typer.Argument(..., help="Run id, or 'latest'."),
     if run_id is None:
         raise fail(f"run {run!r}: give a run id or 'latest' (see `serverbench results`)")
     run_row(store, run_id)
-    row, results = aggregate.load(store, run_id)
+    row, results = load(store, run_id)
     data = exporter.render(row, results)
     if out is None:
         sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")

@@ -1,7 +1,9 @@
 """Exporters of a run's aggregated results, behind one interface: `render(run, results) -> bytes`.
 
 `EXPORTERS` maps a format name to its module's render function and the file suffix it writes.
-Each reads only aggregate.RunResults (never the raw metrics), so all formats agree. The
+Each reads only aggregate.RunResults (never the raw metrics), so all formats agree; the profile
+table across kinds of work is in it too (`results.profile`, gathered by report.load). A render with
+nothing to say returns no bytes and writes no file (`profile-csv` for a single kind of work). The
 `*_section.py` modules hold a section shared by Markdown and HTML; `report.py` writes the files.
 
 May import: model, store, catalog, rules (the warm-up rule's figures, the fingerprint's
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..results.aggregate import RunResults
-from . import to_csv, to_json, to_markdown
+from . import profile_section, to_csv, to_json, to_markdown
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,9 @@ EXPORTERS: dict[str, Exporter] = {e.name: e for e in (
     Exporter("markdown", "md", to_markdown.render),
     Exporter("csv", "csv", to_csv.render),
     Exporter("json", "json", to_json.render),
+    Exporter("profile-csv", "profile.csv", profile_section.render_csv),
 )}
-DEFAULT_REPORT_FORMATS = ("html", "markdown", "csv")
+DEFAULT_REPORT_FORMATS = ("html", "markdown", "csv", "profile-csv")
 
 
 def get(name: str) -> Exporter:

@@ -18,7 +18,7 @@ from ..results.aggregate import Group, PointData, RunResults, Caveat, WorkloadDa
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import database_section, models_section, noisy_section, tls_section
+from . import database_section, models_section, noisy_section, profile_section, tls_section
 from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
 from ..charts.timecharts import over_time_chart
@@ -555,6 +555,7 @@ def render(run: Any, results: RunResults) -> bytes:
     """The whole report page as one self-contained HTML document."""
     workloads = results.workloads
     page = Page()
+    profile_section.to_page(page, results)  # several kinds of work: the reader's answer across them first
     _answer(page, results)
     page.heading(2, "Environment and options")
     page.add(_environment(run, results))

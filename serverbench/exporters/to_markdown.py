@@ -10,7 +10,7 @@ from ..rules.fingerprint import describe_database, describe_db_choices, describe
 from . import tools_section
 from ..results.formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
-from . import database_section, models_section, noisy_section, tls_section
+from . import database_section, models_section, noisy_section, profile_section, tls_section
 from ..cost import table as cost
 from ..results import ranking
 from ..seeds import section as seeds_section
@@ -253,7 +253,8 @@ def _warmup(results: RunResults) -> list[str]:
 
 def render(run: Any, results: RunResults) -> bytes:
     fp = normalize(run.fingerprint)
-    lines = [f"# serverbench run {run.id}", ""] + _answer(results) + ["## Environment and options", "",
+    lines = [f"# serverbench run {run.id}", ""] + profile_section.markdown(results) + _answer(results) + [
+             "## Environment and options", "",
              f"{fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores, kernel {fp.get('kernel', '?')}; "
              f"{placement.describe(run, results)}; "
              f"commit {str(fp.get('git_commit') or '?')[:12]}{' (dirty)' if fp.get('git_dirty') else ''}.", "",

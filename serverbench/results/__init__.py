@@ -11,6 +11,9 @@ outliers.py         the CPU outlier rule across a runtime family
 aggregate_tools.py  cross-check cells: each tool's rate against the server's count
 noisy.py            the noisy workload's verdicts: each noise point against its quiet twin
 compare.py          two runs' groups as ratios judged against the noise
+pick_runs.py        which stored run stands for a workload when none is named (most rows, newest among equals)
+profile_columns.py  the profile table's columns as data: each kind of work and the point that stands for it
+profile.py          the profile table across kinds of work, gathered from the store's runs on this machine and commit
 model_notes.py      what each concurrency model predicts (data for the reports)
 formatting.py       number formatting shared by the console and the human-readable exporters
 

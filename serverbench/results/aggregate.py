@@ -388,6 +388,9 @@ class RunResults:
     profiles: dict[str, ServerProfile] = field(default_factory=dict)
     # each row's verify deviations (robustness/security failures; rules/admission.py), one line each
     deviations: dict[str, list[str]] = field(default_factory=dict)
+    # the profile table across kinds of work (results/profile.py's Profile; it imports this module),
+    # gathered from the store by exporters/report.py's load before the exporters render; None until then
+    profile: Any = None
 
     @property
     def groups(self) -> list[Group]:
