@@ -11,7 +11,11 @@
 #   e.g. bench/loadgen_ab.sh wrk /tmp/loadgen-A loadgen/target/release/loadgen
 #
 # Env: DURATION (s, default 5), ROUNDS (default 7), CONNECTIONS (50), PORT (18120),
-#      LOADGEN_ARGS (extra loadgen options, e.g. "--rate 50000"; then omit wrk).
+#      LOADGEN_ARGS (extra loadgen options, e.g. "--rate 50000"; then omit wrk),
+#      TLS=1: nginx serves TLS 1.3 with a certificate for 127.0.0.1 signed by a
+#      throw-away CA (openssl, in a temp dir removed on exit); the clients load
+#      https:// (loadgen verifies against that CA with --tls-ca; connections are
+#      kept, so this measures the per-request cost of TLS records).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
@@ -19,6 +23,7 @@ ROUNDS=${ROUNDS:-7}
 CONNECTIONS=${CONNECTIONS:-50}
 PORT=${PORT:-18120}
 LOADGEN_ARGS=${LOADGEN_ARGS:-}
+TLS=${TLS:-0}
 [ $# -ge 1 ] || { echo "usage: $0 wrk|LOADGEN_BINARY ..." >&2; exit 2; }
 for c in "$@"; do
     if [ "$c" = wrk ]; then
@@ -29,9 +34,26 @@ for c in "$@"; do
 done
 [ -x /usr/bin/time ] || { echo "/usr/bin/time not found: apt-get install time" >&2; exit 1; }
 source bench/loadgen_nginx.sh
-nginx_start "$PORT" 0
-URL="http://127.0.0.1:$PORT/"
 OUT=$(mktemp -d /tmp/loadgen-ab.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT INT TERM
+if [ "$TLS" = 1 ]; then
+    command -v openssl >/dev/null || { echo "openssl not found: apt-get install openssl" >&2; exit 1; }
+    # a CA and a leaf for 127.0.0.1 (a self-signed leaf is no CA to a verifying client)
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=loadgen-ab CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
+        -keyout "$OUT/ca.key" -out "$OUT/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$OUT/leaf.key" -out "$OUT/leaf.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$OUT/leaf.ext"
+    openssl x509 -req -in "$OUT/leaf.csr" -CA "$OUT/ca.pem" -CAkey "$OUT/ca.key" -CAcreateserial -days 1 \
+        -extfile "$OUT/leaf.ext" -out "$OUT/leaf.pem" 2>/dev/null
+    nginx_start "$PORT" 0 "$OUT/leaf.pem" "$OUT/leaf.key"
+    URL="https://127.0.0.1:$PORT/"
+    LOADGEN_ARGS="$LOADGEN_ARGS --tls-ca $OUT/ca.pem"
+else
+    nginx_start "$PORT" 0
+    URL="http://127.0.0.1:$PORT/"
+fi
 trap 'nginx_stop; rm -rf "$OUT"' EXIT INT TERM
 # the worker is the master's only child
 NGINX_WORKER=$(cat "/proc/$NGINX_PID/task/$NGINX_PID/children" | awk '{print $1}')

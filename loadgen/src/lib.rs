@@ -1,6 +1,13 @@
 //! loadgen: an HTTP/1.1 load generator with closed, open (coordinated-omission
 //! corrected) and session load models. See docs/DESIGN.md for the CLI and the
 //! `loadgen/1` JSON schema.
+//!
+//! Layers, each using only those below it (no module imports one above):
+//! `main` → `output` → `run`/`cli` → `worker` → backends (`epoll`, `uring`:
+//! sockets and waiting) → `net` (the machinery: implements the models' `Io`)
+//! → `conn` (one connection: buffers, link, exchange) → `protocol` (HTTP/1.1)
+//! and `transport` (TCP, TLS); `models` sit on `Io`; `record`, `histo` and the
+//! other leaves at the bottom.
 
 pub mod bufring;
 pub mod cli;

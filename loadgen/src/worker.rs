@@ -1,5 +1,7 @@
 //! One worker thread: a hand-written event loop that runs a load model over
 //! the connection machinery, on the chosen I/O backend, until the run ends.
+//! Owns: the loop and its timing. May use: `net`, the backends (`epoll`,
+//! `uring`), `models`, `record`, `progress`, `signals`.
 
 use crate::epoll::Epoll;
 use crate::fairness::SlotCounts;

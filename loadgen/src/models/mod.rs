@@ -3,6 +3,12 @@
 //! connection machinery (`net`) does all I/O. A model sees the machinery only
 //! through `Io`, so a test can drive it with a fake `Io` and a made-up clock.
 //! Stages are a `Schedule` the open and session models read.
+//!
+//! Owns: `Io` (the port a model drives; `net` implements it), `Model`, the
+//! reconnect back-off. May use: `record` (error classes, its own counts at
+//! the end), `schedule`, `units`; never a socket, a transport or a protocol
+//! type: whether bytes go over TCP or TLS, HTTP/1.1 or later HTTP/2, a model
+//! cannot tell.
 
 pub mod closed;
 pub mod open;
