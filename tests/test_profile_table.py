@@ -146,3 +146,27 @@ def test_a_skip_reason_is_classed_by_the_rules() -> None:
         == profile.DECLARED
     assert profile.reason_class("never verified; run `serverbench verify x`") == profile.NOT_VERIFIED
     assert profile.reason_class("needs 4 server CPUs; the server machine has 2") == profile.SKIPPED
+
+
+def test_a_p99_column_shows_the_p99_and_its_interval() -> None:
+    """A fixed-load or noisy column is ranked by p99: its cells say so, in time units, lower first."""
+    from serverbench.exporters import profile_section
+    from serverbench.results.stats import summarize
+    col = profile.Column(COLUMNS[2], "tfb-db", "rate=80%", "fixed-load", 4, "p99", 3)
+    c = profile.Cell(place=(2, 3), figure=summarize([1500.0, 1800.0, 2100.0]), note="did not hold the rate")
+    assert profile_section.cell_text(c, col) == "2–3 · p99 1.8 ms [1.5 ms–2.1 ms, 75%] · did not hold the rate"
+    one = profile.Cell(place=(1, 1), figure=summarize([900.0]))
+    assert profile_section.figure_text(one, col) == "p99 900 µs"  # one repetition: no interval to give
+
+
+def test_the_reports_own_run_answers_for_a_column_it_measured(stored: tuple[Path, list[int]]) -> None:
+    """Run 4 measured tfb-plaintext, the plaintext column's second source: the report of run 4 reads it
+    rather than run 1's prantl-wrk, so the table agrees with the sections below it."""
+    db, (_, _, tls_run) = stored
+    ms = load_fixture()
+    with Store(db) as store:
+        own = ms.write_run(store, _run(ms, HERE, "tfb-plaintext", "c=256,p=16", TLS, {},
+                                       datetime(2026, 1, 2, tzinfo=timezone.utc)))
+        _, results = load(store, own)
+    cols = {c.name: (c.workload, c.run_id) for c in results.profile.columns}
+    assert cols == {"plaintext": ("tfb-plaintext", own), "tls-json": ("tls-json", tls_run)}

@@ -11,14 +11,16 @@ concurrency model gives the median of its rows' places. Reads stored results onl
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from ..rules.fingerprint import normalize
 from . import ranking
 from .aggregate import Group, PointData, RunResults
 from .pick_runs import StoredRuns
-from .profile_columns import COLUMNS, Work
+from .profile_columns import COLUMNS, Source, Work
 from .stats import Stats
 
 # Why a row has no figure, read from its stored cells' reason (the runner's gate, tls_run, verify's
@@ -169,16 +171,17 @@ def gather(store: Any, run: Any, results: RunResults) -> Profile:
 
 def _answer(work: Work, run: Any, results: RunResults, stored: StoredRuns,
             rows: list[str]) -> tuple[Column, PointData] | None:
-    """The first of the column's sources a kept run measured: the report's own run first."""
-    for src in work.sources:
-        own = next((w for w in results.workloads if w.name == src.workload), None)
-        chosen = (run.id, own) if own is not None and _point(own, src.point) else None
-        if chosen is None and (c := stored.latest(src.workload, rows)) is not None:
-            chosen = (c.run.id, c.workload)
-        pt = _point(chosen[1], src.point) if chosen else None
-        if chosen is not None and pt is not None:
+    """The report's own run if it measured one of the column's sources, else the first source a kept
+    run measured (StoredRuns.latest)."""
+    # lazily: another run is aggregated only when the report's own run has none of the sources
+    own = ((src, run.id, w) for src in work.sources for w in results.workloads if w.name == src.workload)
+    kept = ((src, c.run.id, c.workload) for src in work.sources if (c := stored.latest(src.workload, rows)))
+    found: Iterator[tuple[Source, int, Any]] = chain(own, kept)
+    for src, run_id, wl in found:
+        pt = _point(wl, src.point)
+        if pt is not None:
             measured = sum(1 for g in pt.groups if g.place is not None)
-            return Column(work, src.workload, src.point, pt.kind, chosen[0], ranking.rank_metric(pt.kind)[0],
+            return Column(work, src.workload, src.point, pt.kind, run_id, ranking.rank_metric(pt.kind)[0],
                           measured), pt
     return None
 
