@@ -377,7 +377,8 @@ class Timing(FigureGroup):
     """The cell's time outside the measured load: the server's start and the harness's overhead."""
 
     overhead_s: float | None = Field(None, description="cell wall time minus the loadgen's run time")
-    server_start_s: float | None = Field(None, description="seconds until ready (first point after a start)")
+    server_start_s: float | None = Field(None, description="process start → first 200 on GET /, s, probed every "
+                                                           "2 ms (the first point after a start)")
     ready_timeout_s: float | None = None
 
 

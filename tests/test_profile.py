@@ -184,3 +184,22 @@ def test_a_profile_without_the_warm_rebuild_keeps_an_earlier_figure_of_the_same_
     build._stamp(m).unlink()  # not built any more: nothing to start, said in one line
     unbuilt = profile_server(m, ProfileOptions(warm=False, **opts), previous=first)
     assert unbuilt.startup_ms is None and any("not built" in e for e in unbuilt.errors), unbuilt.errors
+
+
+def test_the_start_up_of_a_run_s_starts_is_taken_not_measured_again(rows: dict) -> None:
+    """Issue 49: `make bench` times each row's starts once, in the run; the profile reads them from the
+    run's cells (the first point of each start, a cores sweep's pinned starts left out) instead of
+    starting the row again. The sleepy row takes over a second to start: a new start would show it."""
+    from serverbench.cost.idle_cost import startups_of
+    from serverbench.model import CellRecord
+
+    def cell(server: str, point: str, rep: int, start_s: float | None, cores: int | None = None,
+             status: str = "ok") -> CellRecord:
+        return CellRecord(server, "w", point, rep, status, metrics={"server_start_s": start_s, "server_cores": cores})
+    cells = [cell("sleepy", "a", 1, 0.040), cell("sleepy", "b", 1, None), cell("sleepy", "a", 2, 0.060),
+             cell("sleepy", "a", 3, 0.050), cell("sleepy", "cores=1", 1, 0.5, cores=1),
+             cell("sleepy", "a", 4, 0.9, status="failed"), cell("quick", "a", 1, 0.010)]
+    got = startups_of(cells)
+    assert got == {"sleepy": [40.0, 60.0, 50.0], "quick": [10.0]}
+    p = profile_server(rows["sleepy"], ProfileOptions(cold=False, warm=False, starts=2, levels=(5,), startups=got))
+    assert p.startup_ms == 50.0 and p.startup_runs_ms == [40.0, 60.0, 50.0]

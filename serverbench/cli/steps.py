@@ -100,12 +100,14 @@ def provisional(store: Any, run_id: int, repeat: int) -> Path:
 def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = True, starts: int = 5,
                  levels: tuple[int, ...] | None = None, server_cpus: list[int] | None = None,
                  client_cpus: list[int] | None = None, workers: int | None = None,
-                 only_changed: bool = False, out: Console = console) -> list[Any]:
-    """Profile `ids` (all when None), print each step and the table; the profiles (stored)."""
+                 only_changed: bool = False, out: Console = console,
+                 startups: dict[str, list[float]] | None = None) -> list[Any]:
+    """Profile `ids` (all when None), print each step and the table; the profiles (stored). `startups`:
+    start-up times a run already measured per row (cost/idle_cost.startups_of), taken instead of new starts."""
     from ..cost.profiler import ProfileOptions, profile_servers
     from .views import profile_table
     opts = ProfileOptions(cold=cold, warm=warm, starts=starts, server_cpus=server_cpus or [], client_cpus=client_cpus or [],
-                          workers=workers, only_changed=only_changed)
+                          workers=workers, only_changed=only_changed, startups=startups or {})
     if levels:
         opts.levels = levels
     profiles = []

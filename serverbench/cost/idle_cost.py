@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..processes import supervisor
 from ..catalog.manifests import Manifest
@@ -22,7 +23,7 @@ from .idle_clients import IdleClients
 from ..store import RssLevel
 from ..processes.sampler import Sampler
 
-READY_POLL_S = 0.002
+READY_POLL_S = supervisor.STARTUP_POLL_S
 IDLE_AFTER_READY_S = 2.0
 SETTLE_S = 0.5  # after the connections of a level are open, before RSS is read
 RSS_WINDOW_S = 0.5  # RSS is the mean over this window (sampled every 0.1 s)
@@ -83,6 +84,18 @@ def measure_startup(m: Manifest, *, starts: int, cpus: list[int] | None, workers
         except supervisor.ServerStartError as e:
             return Startup(None, runs, f"start {i + 1} of {starts}: {str(e).splitlines()[0]}")
     return Startup(statistics.median(runs) if runs else None, runs)
+
+
+def startups_of(cells: list[Any]) -> dict[str, list[float]]:
+    """Each row's start-up times (ms) from a stored run's cells: the first point of each start carries
+    its server's process start → first 200 (timing.server_start_s), probed as measure_startup probes.
+    Only starts on the run's own server CPUs (a cores sweep's pinned starts are another figure)."""
+    out: dict[str, list[float]] = {}
+    for c in cells:
+        s = c.metrics.timing.server_start_s
+        if c.ok and s is not None and c.metrics.setup.server_cores is None:
+            out.setdefault(c.server, []).append(round(1000 * s, 2))
+    return out
 
 
 def measure_memory(m: Manifest, *, levels: list[int], server_cpus: list[int] | None,

@@ -11,6 +11,7 @@ measured again.
 from __future__ import annotations
 
 import os
+import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -22,7 +23,7 @@ from .build_cost import cold_build, warm_build
 from ..catalog.manifests import Manifest
 from .code_lines import count_lines
 from .dependencies import ManifestError, direct_dependencies
-from .idle_cost import LEVELS, connection_levels, measure_memory, measure_startup
+from .idle_cost import LEVELS, Startup, connection_levels, measure_memory, measure_startup
 from ..store import ServerProfile
 from ..store import Store, now_iso
 
@@ -43,6 +44,9 @@ class ProfileOptions:
     ready_timeout: float = 60.0
     # keep a row's latest profile when it is of the same code and complete (make bench)
     only_changed: bool = False
+    # start-up times (ms) a run already measured per row (idle_cost.startups_of): `make bench` takes a
+    # row's start-up from its run's starts instead of starting it again
+    startups: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _static(m: Manifest, p: ServerProfile) -> None:
@@ -126,10 +130,14 @@ def profile_server(m: Manifest, opts: ProfileOptions, previous: ServerProfile | 
         _carry_cold(p, previous)
     p.workers = opts.workers or m.workers or len(opts.server_cpus or supervisor.online_cpus())
     p.bound = m.bound(p.workers)
-    on_step(f"{m.id}: start-up × {opts.starts}")
-    with _harness_on(opts.client_cpus):
-        st = measure_startup(m, starts=opts.starts, cpus=opts.server_cpus or None, workers=p.workers,
-                             ready_timeout=opts.ready_timeout)
+    if opts.startups.get(m.id):
+        st = Startup(statistics.median(opts.startups[m.id]), list(opts.startups[m.id]))
+        on_step(f"{m.id}: start-up from the run's {len(st.runs_ms)} starts")
+    else:
+        on_step(f"{m.id}: start-up × {opts.starts}")
+        with _harness_on(opts.client_cpus):
+            st = measure_startup(m, starts=opts.starts, cpus=opts.server_cpus or None, workers=p.workers,
+                                 ready_timeout=opts.ready_timeout)
     p.startup_ms, p.startup_runs_ms = st.median_ms, st.runs_ms
     if st.error:
         p.errors.append(st.error)
