@@ -406,3 +406,34 @@ def test_first_point_of_a_start_is_warmed_to_steady_state_in_one_second_rounds(e
     durations = [c["argv"][4] for c in runfix.log_lines(env["calls"])]
     rounds = len(m.warmup.warmup_rates)
     assert durations == ["1s"] * rounds + ["300ms", "200ms", "300ms"], durations
+
+
+def test_a_run_whose_cells_were_all_skipped_exits_1_naming_why(env, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    from types import SimpleNamespace
+    from typer.testing import CliRunner
+    from serverbench.cli import app
+    from serverbench.cli.views import nothing_measured
+    monkeypatch.setattr("serverbench.paths.SERVERS", runfix.SERVERS)
+    monkeypatch.setattr("serverbench.paths.WORKLOADS", tmp_path / "workloads")
+    cpus = sorted(os.sched_getaffinity(0))
+    db = str(env["store"].path)
+    # neither row was ever verified (and --allow-unverified was not given): every cell is skipped
+    args = ["run", "-s", "py-ok,py-crash", "-w", "mini", "--quick", "--server-cpus", str(cpus[0]),
+            "--client-cpus", str(cpus[-1]), "--db", db]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 1, out.output
+    errors = [x for x in out.output.splitlines() if x.startswith("error:")]
+    assert errors == ["error: run 1 measured nothing: all 4 cells were skipped (py-ok, py-crash: never verified; run "
+                      "`serverbench verify py-ok py-crash` (or pass --allow-unverified))"], out.output
+    assert "run 1 finished: 0 ok, 0 failed, 4 skipped" in out.output  # the summary is still printed first
+    resumed = CliRunner().invoke(app, ["run", "--resume", "1", "--db", db])
+    assert resumed.exit_code == 1 and "error: run 1 measured nothing" in resumed.output, resumed.output
+    # distinct reasons, at most REASONS_SHOWN of them; a run that measured or failed a cell is not "nothing"
+    cells = [SimpleNamespace(server=f"r{i}", status="skipped", error=f"reason {i}") for i in range(5)]
+    ended = SimpleNamespace(run_id=7, status="finished", ok=0, failed=0, skipped=5)
+    assert nothing_measured(ended, cells) == ("run 7 measured nothing: all 5 cells were skipped (r0: reason 0; "
+                                              "r1: reason 1; r2: reason 2; 2 more reasons in `serverbench report 7`)")
+    for other in ({"ok": 1}, {"failed": 1}, {"status": "interrupted"}):
+        assert nothing_measured(SimpleNamespace(**{**vars(ended), **other}), cells) is None

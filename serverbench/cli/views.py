@@ -1,10 +1,11 @@
 """What the commands print, rendered once: a run's progress from the runner's events and its summary
-table, the cost-of-ownership table, the load tools found here.
+table, the line a run that measured nothing ends with, the cost-of-ownership table, the load tools found here.
 
 The summary reads aggregate.Group, so its p99 and requests/s are the report's.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -109,6 +110,33 @@ def print_summary(console: Console, results: RunResults, status: str, counts: tu
             console.print(f"[yellow]warning:[/] {w.text}", highlight=False)
     ok, failed, skipped = counts
     console.print(f"run {results.run_id} {status}: {ok} ok, {failed} failed, {skipped} skipped")
+
+
+# A run that measured nothing names at most this many of its skipped cells' distinct reasons.
+REASONS_SHOWN = 3
+_ROWS = "\0rows\0"  # where a reason named its row: the rows that share the reason go there
+
+
+def nothing_measured(result: Any, cells: list[Any]) -> str | None:
+    """The one line a finished run whose cells were all skipped ends with (exit 1), from the skipped cells'
+    stored reasons (their `error`, which names the fix), rows sharing a reason together; None when the run
+    measured or failed a cell, or did not finish."""
+    if result.status != "finished" or result.ok or result.failed or not result.skipped:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for c in cells:
+        if c.status != "skipped":
+            continue
+        key = re.sub(rf"(?<![\w-]){re.escape(c.server)}(?![\w-])", _ROWS, c.error or "no reason stored")
+        rows = by_reason.setdefault(key, [])
+        if c.server not in rows:
+            rows.append(c.server)
+    shown = [f"{', '.join(rows)}: {key.replace(_ROWS, ' '.join(rows))}"
+             for key, rows in list(by_reason.items())[:REASONS_SHOWN]]
+    more = len(by_reason) - REASONS_SHOWN
+    rest = f"; {more} more reason{'s' if more > 1 else ''} in `serverbench report {result.run_id}`" if more > 0 else ""
+    return (f"run {result.run_id} measured nothing: all {result.skipped} cells were skipped "
+            f"({'; '.join(shown)}{rest})")
 
 
 def tools_table() -> Table:
