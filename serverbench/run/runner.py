@@ -85,6 +85,21 @@ def _cell_facts(opts: RunOptions, srv: Server, m: Any, w: Workload, size: Size, 
             "target_url": opts.target, "server_host": srv.host if opts.server_on_cluster else None}
 
 
+def planned_seconds(plan: list, opts: RunOptions, gate: measure.Gate) -> float:
+    """A plan's seconds of load, an upper bound: every start's warm-up to steady state counted at its maximum."""
+    total = 0.0
+    for _, m, w, s, pts in plan:
+        if (tls_run.row_reason(m, w, opts) or gate.reason(m, w)) is None:
+            starts = sum(1 for p in pts if p.server_cores is not None) + len(
+                tls_run.starts([p for p in pts if p.server_cores is None]))
+            steady = s.steady_max_seconds()
+            total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
+                _planned_s(s, p, first=False) for p in pts)
+    return total
+
+# -- running ----------------------------------------------------------------------------
+
+
 class Runner:
     """Runs one matrix into `store`; see run_matrix()."""
 
@@ -165,19 +180,6 @@ class Runner:
                     out.append((rep, m, w, s, todo))
         return out
 
-    def planned_seconds(self, plan: list) -> float:
-        """An upper bound: every start's warm-up to steady state counted at its maximum."""
-        total = 0.0
-        for _, m, w, s, pts in plan:
-            if (tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)) is None:
-                starts = sum(1 for p in pts if p.server_cores is not None) + len(
-                    tls_run.starts([p for p in pts if p.server_cores is None]))
-                steady = s.steady_max_seconds()
-                total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
-                    _planned_s(s, p, first=False) for p in pts)
-        return total
-
-    # -- running ----------------------------------------------------------------------------
     def _record(self, cell: CellRecord, advance_s: float) -> None:
         self.store.record_cell(self.run_id, cell)
         self.emit(CellFinished(cell, advance_s))
@@ -348,7 +350,7 @@ class Runner:
             cell.status = "failed"
             cell.error = str(e)
         usage = cell.usage = sampling.usage
-        metrics["usage"] = measure.usage_metrics(usage)
+        metrics["usage"], metrics["speed"] = measure.usage_metrics(usage), sampling.speed
         if db is not None:
             self._db_figures(db, sampling, metrics, m, srv.workers)
         if usage is not None:
@@ -454,7 +456,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     with measured_run(store, run_id, list(opts.client_cpus), on_event, cleanup=runner.close,
                       unfinished="the run ended before its plan completed") as result:
         on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
-                            runner.planned_seconds(plan), list(opts.server_cpus or []), list(opts.client_cpus)))
+                            planned_seconds(plan, opts, runner.gate), list(opts.server_cpus or []), list(opts.client_cpus)))
         runner.run(plan)
         if order_blocks is not None:
             fixed_rate.run_step(runner, order_blocks(store.cells(run_id)))
