@@ -373,6 +373,14 @@ class NoiseFigures(FigureGroup):
     noise_twin: str | None = Field(None, description="the label of this noise point's quiet twin")
 
 
+class MachineSpeed(FigureGroup):
+    """Server CPUs around the measured run (processes/speed.py): probe MiB/CPU-s before, after; steal % over it."""
+
+    speed_before_mib_s: float | None = None
+    speed_after_mib_s: float | None = None
+    steal_percent: float | None = None
+
+
 class Timing(FigureGroup):
     """The cell's time outside the measured load: the server's start and the harness's overhead."""
 
@@ -466,6 +474,7 @@ class CellMetrics(Flat):
     setup: Setup = Field(default_factory=Setup)
     warmup: WarmupFigures = Field(default_factory=WarmupFigures)
     noisy: NoiseFigures = Field(default_factory=NoiseFigures)
+    speed: MachineSpeed = Field(default_factory=MachineSpeed)
     fixed_rate_of: str | None = Field(None, description="the fixed-rate step (run/fixed_rate.py): the label of the "
                                       "throughput point whose client-bound block or top tie this cell helps order")
     # closed load and sessions: requests completed per connection slot (rules/fairness.py)
@@ -585,7 +594,7 @@ class CellRecord:
         return self.status == "ok"
 
 
-__all__ = ["UNFAIR_SHARE", "Fairness", "DatabaseFigures", "FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
+__all__ = ["UNFAIR_SHARE", "MachineSpeed", "Fairness", "DatabaseFigures", "FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
            "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
            "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat",
            "FigureGroup", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT"]

@@ -202,7 +202,7 @@ class Session:
             cell.status, cell.error = "failed", str(e)
             cell.log_tail = srv.log_tail(30)
             cell.metrics = CellMetrics.model_validate({"usage": measure.usage_metrics(sampling.usage),
-                                                       "kind": self.w.kind, "tool": base})
+                                                       "speed": sampling.speed, "kind": self.w.kind, "tool": base})
             return cell, None
         base.command, base.wall_s, base.exit_code = out.argv, round(out.wall_s, 3), out.exit_code
         base.client_cpu_peak_percent = out.cpu_peak_percent
@@ -230,7 +230,7 @@ class Session:
                               f"({base.server_basis_s:.2f} s)")
         cell.loadgen = fig.loadgen
         cell.metrics = CellMetrics.model_validate({
-            "usage": measure.usage_metrics(sampling.usage), "kind": self.w.kind, "tool": base,
+            "usage": measure.usage_metrics(sampling.usage), "speed": sampling.speed, "kind": self.w.kind, "tool": base,
             "requests": fig.requests, "ok": fig.ok, "errors": fig.errors, "timeouts": fig.timeouts,
             "error_classes": fig.error_classes, "p50_us": fig.p50_us, "p90_us": fig.p90_us, "p99_us": fig.p99_us,
             "max_us": fig.max_us, "duration_s": fig.duration_s,

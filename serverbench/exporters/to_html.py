@@ -17,7 +17,7 @@ from plotly.offline import get_plotlyjs
 from ..results.aggregate import Group, PointData, RunResults, Caveat, WorkloadData
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, representative_timeline, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart, timeline_rates
 from . import tools_section
-from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
 from . import database_section, models_section, noisy_section, profile_section, tls_section
 from ..results import ranking
 from .to_markdown import errors_cell, interval_cell, projected_cell, rate_cell, served_cell
@@ -478,7 +478,7 @@ BOOT = """
 def _answer(page: Page, results: RunResults) -> None:
     """The report opens with the verdicts and one summary chart (opening.py)."""
     page.heading(2, "At a glance")
-    page.add(f'<p class="desc">{esc(opening.judged_line(results))}</p>')
+    page.add(f'<p class="desc">{esc(opening.judged_line(results))}</p>' + speed_section.html(results))
     page.add(_overview(results.workloads))
     top = opening.summary_point(results)
     if top is not None:

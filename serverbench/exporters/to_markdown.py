@@ -9,7 +9,7 @@ from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from . import tools_section
 from ..results.formatting import fmt_cpu, fmt_num, fmt_us
-from . import cores_section, opening, overtime_section, placement, steady_section, verdict_section
+from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
 from . import database_section, models_section, noisy_section, profile_section, tls_section
 from ..cost import table as cost
 from ..results import ranking
@@ -234,7 +234,7 @@ def _answer(results: RunResults) -> list[str]:
     """The report opens with the verdicts (opening.py)."""
     rows = [[wl.name, pt.label, gl.metric, gl.leader.server if gl.decided and gl.leader else "—", gl.verdict]
             for wl, pt, gl in opening.glances(results)]
-    return ["## At a glance", "", opening.judged_line(results), ""] + _table(
+    return ["## At a glance", "", opening.judged_line(results), "", *speed_section.markdown(results)] + _table(
         ["workload", "point", "ranked by", "leader (beyond noise)", "verdict"], rows)
 
 

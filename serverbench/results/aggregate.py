@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from hdrh.histogram import HdrHistogram
 
 from ..rules import fairness
-from ..rules import admission, warmup
+from ..rules import admission, machine_speed, warmup
 from . import ranking
 from . import outliers as cpu_outliers  # stats.outliers is the repetitions' rule
 from .aggregate_tools import ToolsCompared, compare_tools
@@ -391,6 +391,8 @@ class RunResults:
     # the profile table across kinds of work (results/profile.py's Profile; it imports this module),
     # gathered from the store by exporters/report.py's load before the exporters render; None until then
     profile: Any = None
+    # the machine's own speed moved during the run (rules/machine_speed.py), else None
+    speed: machine_speed.SpeedMoved | None = None
 
     @property
     def groups(self) -> list[Group]:
@@ -432,6 +434,7 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
     (those with `metrics.tool`) go to `RunResults.tools` instead (aggregate_tools). `facts`: each
     workload's stored facts (default: the fingerprint's, see workload_facts)."""
     tools = compare_tools([c for c in cells if c.metrics.tool is not None])
+    speed = machine_speed.judge(cells)  # the machine's, so every cell's probes (the cross-check's too)
     cells = [c for c in cells if c.metrics.tool is None]
     servers_info = (fingerprint or {}).get("servers") or {}
     if facts is None:
@@ -460,7 +463,7 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
             noisy.attach(groups)
         out.append(WorkloadData(name, wl.get("description") or "", points, _p99_limit_us(groups, wl), kind,
                                 bool(wl.get("ramp"))))
-    return RunResults(run_id, out, tools=tools)
+    return RunResults(run_id, out, tools=tools, speed=speed)
 
 
 def _point(label: str, at_point: list[Group], kind: str, by_key: dict[tuple[str, str, str], Group]) -> PointData:

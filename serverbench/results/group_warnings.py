@@ -1,7 +1,7 @@
 """The warnings of one aggregated group (part of the one aggregation): what a reader must see beside
 its figures: noise, outliers, a saturated client, stalls, errors, unanswered requests, failed
-repetitions, and the cores, over-time, warm-up and CPU-outlier findings. aggregate.Group.warnings
-calls `judge`; every output reads the list and none judges again."""
+repetitions, steal on the server's CPUs, and the cores, over-time, warm-up and CPU-outlier findings.
+aggregate.Group.warnings calls `judge`; every output reads the list and none judges again."""
 from __future__ import annotations
 
 import statistics
@@ -12,6 +12,7 @@ from ..rules import fairness
 from ..rules.shards import SKEW_WARN_MS
 from ..overtime import figures as overtime
 from ..rules import cores, warmup
+from ..rules.machine_speed import steal_warnings as steal
 from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
 
 
@@ -19,7 +20,7 @@ from .stats import MIN_EFFECT, NOISE_CV, noisy, outliers
 class Caveat:
     """A finding a reader must see beside the figures ("warnings are data")."""
 
-    kind: str  # noisy | outlier | unfair | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
+    kind: str  # noisy | outlier | unfair | steal | client-bound | did-not-hold | lower-bound | errors | stalls | unanswered | failed | missed-sends | histogram | crashed | shared-cpu | cpu-overlap
     severity: Literal["info", "warning", "error"]
     server: str
     text: str
@@ -114,7 +115,7 @@ def judge(g: Any) -> list[Caveat]:
     if missed:
         add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
                                        "(connection pool exhausted)")
-    for kind, severity, text in [*cores.warnings(g.ok, overtime.warnings(g.ok)), *warmup.warnings(g.ok)]:
+    for kind, severity, text in [*cores.warnings(g.ok, overtime.warnings(g.ok)), *warmup.warnings(g.ok), *steal(g.ok)]:
         add(kind, severity, text)  # type: ignore[arg-type]
     for f in g.cpu_findings:  # far above its runtime family's CPU per request (outliers.py)
         add(f.kind, f.severity, f.text())

@@ -12,10 +12,11 @@ fairness.py     connection fairness: the merge of shards' per-slot figures and t
 admission.py    what each verify check protects and what a row's verdict lets it run
 needs.py        what a measuring command needs stored (one run per workload), and which stored run meets it
 agreement.py    when a row's repetitions agree on a verdict: all the same, else *split* with the counts
+machine_speed.py  whether the machine's speed moved during a run (the cells' probes), and the steal warning
 
 May import: paths, model (a workload point is read through a Protocol: rules/ is below catalog/).
 Hands out the warm-up rule, the sweep, the merge, the fingerprint's normal form, the tool table, the TLS figures,
 the client-bound rule, the fairness rule and admission to verify, run, cluster, crosscheck (which apply them) and
 results, exporters (which read them); the repetitions' agreement to overtime and results (the overload and noisy
-verdicts) and seeds (a claim on a split row is not settled).
+verdicts) and seeds (a claim on a split row is not settled); the machine's speed and steal to results.
 """

@@ -22,10 +22,10 @@ from ..catalog import build, doctor
 from ..catalog.kinds import OVER_TIME
 from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 from ..overtime import overload, soak, timeline
-from ..processes import memlimit
+from ..processes import memlimit, speed
 from ..processes.loadgen import LoadgenResult, tls_figures
 from ..processes.server import Server
-from ..model import Client, ServerOverTime, MemoryLimit, ServerUsage
+from ..model import Client, MachineSpeed, ServerOverTime, MemoryLimit, ServerUsage
 from ..store import Store
 from ..rules import admission as kinds
 from ..rules import warmup
@@ -158,11 +158,24 @@ class OwnCpu:
         return round(100.0 * (self._cpu() - self.cpu0) / wall, 2) if wall > 0 else 0.0
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _probe(cpus: list[int] | None) -> float | None:
+    """The speed probe's MiB per CPU-second on `cpus` (None when they cannot be used here)."""
+    try:
+        return speed.probe(cpus).mib_per_cpu_s
+    except OSError:
+        return None
+
+
 class Sampling:
     """A server's process tree sampled every SAMPLE_INTERVAL while a load runs, and the harness's own
     CPU meanwhile; with `beside` (the run's database), that tree too, over the same window and kept
     apart from the server's. The usage is kept when the load raises: a failed cell still shows what
-    the server did."""
+    the server did. For a server on this machine, `speed` (model.MachineSpeed): the CPU probe on its
+    CPUs just before the load and just after it (outside the measured window, ~0.13 s a cell), and
+    the steal of those CPUs over the window (processes/speed.py)."""
 
     def __init__(self, server: Server, beside: Callable[[float], Any] | None = None) -> None:
         self.server = server
@@ -170,19 +183,25 @@ class Sampling:
         self.usage: dict[str, Any] | None = None
         self.beside_usage: dict[str, Any] | None = None
         self.harness_cpu_percent: float | None = None
+        self.speed = MachineSpeed()
+        # a server started elsewhere (--target, --server-on-cluster on another host) has no CPUs here
+        self.here = server.pid is not None and server.host in LOOPBACK
 
     def run(self, load: Callable[[], R], measure_after: float = 0.0) -> R:
         """`load()` sampled; `measure_after`: the load warms up that long first (loadgen --warmup), so
         the samplers start then, and what the server did in its warm-up is not its usage."""
+        cpus = self.server.cpus
+        if self.here:
+            self.speed.speed_before_mib_s = _probe(cpus)
         own = OwnCpu()
         other = self.beside(SAMPLE_INTERVAL) if self.beside is not None else None
         samplers = [s for s in (self.server.sampler(SAMPLE_INTERVAL), other) if s is not None]
-        started: list[bool] = []
+        started: list[speed.CpuTimes] = []
 
         def start() -> None:
             for s in samplers:
                 s.start()
-            started.append(True)
+            started.append(speed.cpu_times(cpus))
         timer = threading.Timer(measure_after, start) if measure_after > 0 else None
         if timer is None:
             start()
@@ -200,6 +219,9 @@ class Sampling:
             if other is not None:
                 self.beside_usage = other.stop().to_dict()
             self.harness_cpu_percent = own.percent()
+            if self.here:
+                self.speed.steal_percent = speed.steal_percent(started[0], speed.cpu_times(cpus))
+                self.speed.speed_after_mib_s = _probe(cpus)
 
 
 def server_cpu_s(usage: dict[str, Any] | None) -> float:
@@ -381,7 +403,7 @@ class Gate:
         return None
 
 
-__all__ = ["SAMPLE_INTERVAL", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "rounds", "warm_up", "warmup_point",
+__all__ = ["SAMPLE_INTERVAL", "LOOPBACK", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "rounds", "warm_up", "warmup_point",
            "keeps_connections", "in_run_warmup_s", "warm_up_point", "judge_in_run",
            "steady_point", "calibration_point", "client_metrics", "usage_metrics", "loadgen_metrics",
            "over_time_metrics", "server_cpu_s"]
