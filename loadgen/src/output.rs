@@ -65,22 +65,10 @@ fn per_sec(n: u64, s: f64) -> f64 {
     }
 }
 
-pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
-    let rec = &r.rec;
-    let errors: u64 = rec.errors.iter().sum();
-    let mut classes = Map::new();
-    for c in ErrorClass::ALL {
-        classes.insert(c.name().into(), json!(rec.errors[c as usize]));
-    }
-    let mut status = Map::new();
-    for (code, &n) in rec.status.iter().enumerate() {
-        if n > 0 {
-            status.insert(code.to_string(), json!(n));
-        }
-    }
-    let latency = rec.latency();
+/// One object per second of the measured window.
+fn timeline_json(cfg: &Config, rec: &crate::record::Recorder) -> Vec<Value> {
     let mut second = histo::new_bucket_hist();
-    let timeline: Vec<Value> = rec
+    rec
         .timeline
         .iter()
         .enumerate()
@@ -111,7 +99,24 @@ pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
                 "hist": histo::encode(&second),
             })
         })
-        .collect();
+        .collect()
+}
+
+pub fn result_json(cfg: &Config, r: &RunResult) -> Value {
+    let rec = &r.rec;
+    let errors: u64 = rec.errors.iter().sum();
+    let mut classes = Map::new();
+    for c in ErrorClass::ALL {
+        classes.insert(c.name().into(), json!(rec.errors[c as usize]));
+    }
+    let mut status = Map::new();
+    for (code, &n) in rec.status.iter().enumerate() {
+        if n > 0 {
+            status.insert(code.to_string(), json!(n));
+        }
+    }
+    let latency = rec.latency();
+    let timeline = timeline_json(cfg, rec);
     let mut doc = json!({
         "schema": SCHEMA,
         "loadgen_version": crate::VERSION,
@@ -248,11 +253,32 @@ pub fn ascii_histogram(h: &Hist) -> String {
     out
 }
 
-pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
+/// The error classes and status codes that occurred.
+fn count_lines(out: &mut String, rec: &crate::record::Recorder, errors: u64) {
+    if errors > 0 {
+        let list: Vec<String> = ErrorClass::ALL
+            .iter()
+            .filter(|c| rec.errors[**c as usize] > 0)
+            .map(|c| format!("{} {}", c.name(), rec.errors[*c as usize]))
+            .collect();
+        let _ = writeln!(out, "  Errors     {}", list.join(", "));
+    }
+    let codes: Vec<String> = rec
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    if !codes.is_empty() {
+        let _ = writeln!(out, "  Status     {}", codes.join(", "));
+    }
+}
+
+/// The load's shape, in words (the summary's first line).
+fn shape(cfg: &Config) -> String {
     let (closed, open) = (&cfg.closed, &cfg.open);
-    let rec = &r.rec;
-    let mut out = String::new();
-    let shape = match cfg.mode {
+    match cfg.mode {
         Mode::Closed => format!(
             "closed load, {} connection(s){}{}",
             closed.connections,
@@ -267,7 +293,13 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
             open.max_connections
         ),
         Mode::Sessions => format!("sessions, {} user(s)", cfg.max_sockets),
-    };
+    }
+}
+
+pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
+    let rec = &r.rec;
+    let mut out = String::new();
+    let shape = shape(cfg);
     let _ = writeln!(out, "loadgen {} — {shape}, {} thread(s) @ {}", crate::VERSION, cfg.threads, cfg.url);
     let errors: u64 = rec.errors.iter().sum();
     let _ = writeln!(
@@ -319,24 +351,7 @@ pub fn summary_text(cfg: &Config, r: &RunResult) -> String {
         let _ = writeln!(out, "  Unanswered {} request(s) waiting ≥ 1 s when the run ended, the oldest for {:.2} s",
                          rec.unanswered, rec.unanswered_oldest_us as f64 / 1e6);
     }
-    if errors > 0 {
-        let list: Vec<String> = ErrorClass::ALL
-            .iter()
-            .filter(|c| rec.errors[**c as usize] > 0)
-            .map(|c| format!("{} {}", c.name(), rec.errors[*c as usize]))
-            .collect();
-        let _ = writeln!(out, "  Errors     {}", list.join(", "));
-    }
-    let codes: Vec<String> = rec
-        .status
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, n)| format!("{c}: {n}"))
-        .collect();
-    if !codes.is_empty() {
-        let _ = writeln!(out, "  Status     {}", codes.join(", "));
-    }
+    count_lines(&mut out, rec, errors);
     if let Some(f) = &rec.fairness {
         let what = if cfg.mode == Mode::Sessions { "users" } else { "connections" };
         let _ = writeln!(out, "{}", f.line(what));

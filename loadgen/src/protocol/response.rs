@@ -134,26 +134,7 @@ impl ResponseParser {
                     self.line_cr = false;
                 }
                 State::ChunkDataEnd => {
-                    // Exactly CRLF after the chunk data.
-                    let mut i = 0;
-                    while i < rest.len() {
-                        let b = rest[i];
-                        i += 1;
-                        if !self.line_cr {
-                            if b != b'\r' {
-                                return Err(ParseError::Malformed("chunk data not followed by CRLF"));
-                            }
-                            self.line_cr = true;
-                        } else {
-                            if b != b'\n' {
-                                return Err(ParseError::Malformed("chunk data not followed by CRLF"));
-                            }
-                            self.start_chunk_line();
-                            self.state = State::ChunkSize;
-                            break;
-                        }
-                    }
-                    used += i;
+                    used += self.chunk_data_end(rest)?;
                     if self.state == State::ChunkDataEnd {
                         return Ok((used, None));
                     }
@@ -174,35 +155,62 @@ impl ResponseParser {
                     }
                 }
                 State::Trailers => {
-                    // Trailer lines until an empty line; their content is ignored.
-                    let mut i = 0;
-                    let mut finished = false;
-                    while i < rest.len() {
-                        let b = rest[i];
-                        i += 1;
-                        self.line_len += 1;
-                        if self.line_len > MAX_LINE {
-                            return Err(ParseError::Malformed("trailer line too long"));
-                        }
-                        if b == b'\n' {
-                            if self.trailer_empty {
-                                finished = true;
-                                break;
-                            }
-                            self.trailer_empty = true;
-                            self.line_len = 0;
-                        } else if b != b'\r' {
-                            self.trailer_empty = false;
-                        }
-                    }
-                    used += i;
-                    if finished {
-                        return Ok((used, Some(self.finish())));
-                    }
-                    return Ok((used, None));
+                    let (n, finished) = self.trailers(rest)?;
+                    used += n;
+                    return Ok((used, finished.then(|| self.finish())));
                 }
             }
         }
+    }
+
+    /// Exactly CRLF after the chunk data: consume what `rest` has of it (the
+    /// state moves on to the next chunk-size line once it is all there).
+    #[inline]
+    fn chunk_data_end(&mut self, rest: &[u8]) -> Result<usize, ParseError> {
+        let mut i = 0;
+        while i < rest.len() {
+            let b = rest[i];
+            i += 1;
+            if !self.line_cr {
+                if b != b'\r' {
+                    return Err(ParseError::Malformed("chunk data not followed by CRLF"));
+                }
+                self.line_cr = true;
+            } else {
+                if b != b'\n' {
+                    return Err(ParseError::Malformed("chunk data not followed by CRLF"));
+                }
+                self.start_chunk_line();
+                self.state = State::ChunkSize;
+                break;
+            }
+        }
+        Ok(i)
+    }
+
+    /// Trailer lines until an empty line; their content is ignored. Returns
+    /// the bytes consumed and whether the empty line ended the response.
+    #[inline]
+    fn trailers(&mut self, rest: &[u8]) -> Result<(usize, bool), ParseError> {
+        let mut i = 0;
+        while i < rest.len() {
+            let b = rest[i];
+            i += 1;
+            self.line_len += 1;
+            if self.line_len > MAX_LINE {
+                return Err(ParseError::Malformed("trailer line too long"));
+            }
+            if b == b'\n' {
+                if self.trailer_empty {
+                    return Ok((i, true));
+                }
+                self.trailer_empty = true;
+                self.line_len = 0;
+            } else if b != b'\r' {
+                self.trailer_empty = false;
+            }
+        }
+        Ok((i, false))
     }
 
     /// The peer closed the connection. A close-delimited body completes here;
