@@ -16,6 +16,7 @@ Usage: .venv/bin/python bench/speed_normalised_cv.py [--db results/serverbench.d
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -51,6 +52,19 @@ def groups(cells: list[CellRecord]) -> dict[tuple[str, str, str], list[tuple[flo
     return {k: v for k, v in out.items() if len(v) >= MIN_REPETITIONS}
 
 
+def pooled_r(rows: dict[tuple[str, str, str], list[tuple[float, float]]]) -> float | None:
+    """Pearson r of log CPU per request against log probe speed, each centred on its group's mean, over
+    every group: -1 = a faster machine costs proportionally less CPU per request (what normalising
+    assumes), 0 = the probe says nothing of the cost."""
+    xs, ys = [], []
+    for reps in rows.values():
+        lc, ls = [math.log(c) for c, _ in reps], [math.log(v) for _, v in reps]
+        xs += [v - statistics.fmean(ls) for v in ls]
+        ys += [c - statistics.fmean(lc) for c in lc]
+    den = math.sqrt(sum(x * x for x in xs) * sum(y * y for y in ys))
+    return sum(x * y for x, y in zip(xs, ys)) / den if den else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, default=ROOT / "results" / "serverbench.db")
@@ -75,7 +89,7 @@ def main() -> None:
         print(f"no group with {MIN_REPETITIONS} or more probed repetitions: nothing to compare")
         return
     raw_cvs, norm_cvs = [], []
-    print(f"{'workload':14s} {'point':10s} {'server':22s} {'n':>2s} {'CPU µs/req':>10s} {'CV raw':>7s} "
+    print(f"{'workload':14s} {'point':22s} {'server':12s} {'n':>2s} {'CPU µs/req':>10s} {'CV raw':>7s} "
           f"{'CV × speed':>10s}  probe spread")
     for (w, p, s), reps in sorted(rows.items()):
         raw = summarize([cpu for cpu, _ in reps])
@@ -83,12 +97,15 @@ def main() -> None:
         spd = [speed for _, speed in reps]
         raw_cvs.append(raw.cv)
         norm_cvs.append(norm.cv)
-        print(f"{w:14s} {p:10s} {s:22s} {raw.n:2d} {raw.median:10.2f} {raw.cv:7.1%} {norm.cv:10.1%}  "
+        print(f"{w:14s} {p:22s} {s:12s} {raw.n:2d} {raw.median:10.2f} {raw.cv:7.1%} {norm.cv:10.1%}  "
               f"{1 - min(spd) / max(spd):.1%}")
     better = sum(n < r for r, n in zip(raw_cvs, norm_cvs))
     med_raw, med_norm = statistics.median(raw_cvs), statistics.median(norm_cvs)
     print(f"{len(rows)} groups: median CV of server CPU per request {med_raw:.1%} raw, {med_norm:.1%} "
           f"normalised by the probe; {better} of {len(rows)} groups lower when normalised")
+    r = pooled_r(rows)
+    print("within groups, log CPU per request against log probe speed: r = "
+          + (f"{r:+.2f}" if r is not None else "— (no spread)") + " (-1 would mean the probe explains the cost)")
     lowers = med_norm < med_raw and better > len(rows) / 2
     print("normalising by the probe's speed " + ("LOWERS the CV" if lowers else "does NOT lower the CV")
           + (" (median lower and most groups lower)" if lowers else
