@@ -119,10 +119,12 @@ class ServerHost:
             stack = contextlib.ExitStack()
             srv = stack.enter_context(supervisor.run_server(
                 self.m, cpus=cpus, workers=workers, log_path=paths.LOGS / log_path,
-                ready_timeout=ready_timeout, memory_limit=memory_limit, host=self.host))
+                ready_timeout=ready_timeout, memory_limit=memory_limit, host=self.host,
+                ready_poll_s=supervisor.STARTUP_POLL_S))
             self._stack, self._srv = stack, srv
             mem = srv.memory
             return {"url": srv.url, "pid": srv.pid, "workers": srv.workers, "cpus": srv.cpus, "host": self.host,
+                    "ready_s": srv.ready_s,
                     "memory": None if mem is None else {"limit_bytes": mem.limit_bytes, "method": mem.method,
                                                         "detail": mem.detail}}
 
@@ -216,6 +218,7 @@ class RemoteServer:
         self.workers: int = info["workers"]
         self.cpus: list[int] | None = info["cpus"]
         self.host: str = info["host"]
+        self.ready_s: float | None = info.get("ready_s")  # timed on the server's machine
         self.memory = RemoteMemory(info["memory"]) if info.get("memory") else None
         self.lost: str | None = None  # why the worker stopped answering, once it did
 

@@ -43,6 +43,7 @@ class ExternalServer:
     cpus: list[int] | None = None
     workers: int | None = None
     memory: MemoryCeiling | None = None  # never limited here
+    ready_s: float | None = None  # started by someone else: its start-up is not timed here
     _addr: tuple[str, int] = field(default=("", 0), repr=False)
 
     def alive(self) -> bool:

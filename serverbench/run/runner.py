@@ -246,7 +246,7 @@ class Runner:
             with self._server(m, log_path, cpus=cpus, db="db" in w.features, tls=todo[0].tls) as srv:
                 # process start → first 200 on GET / where the server says (the profile's start-up), else
                 # the harness's wait for it
-                start_s = getattr(srv, "ready_s", None) or time.monotonic() - t_start
+                start_s = srv.ready_s or time.monotonic() - t_start
                 while pending:
                     p = pending[0]
                     self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
