@@ -15,7 +15,7 @@ use crate::protocol::request::RequestBytes;
 use crate::protocol::response::{ParseError, Response};
 use crate::record::{ErrorClass, Recorder, STALLED_AFTER};
 use crate::transport::tls::TlsOptions;
-use crate::transport::{self, Decrypted, Got, HandshakeError, Link};
+use crate::transport::{self, Decrypted, Got, HandshakeError, Link, Plain};
 use rand_pcg::Pcg64Mcg;
 use std::io;
 use std::net::SocketAddr;
@@ -356,14 +356,14 @@ impl<'a, S: Sockets> Net<'a, S> {
                 return false;
             }
             match c.link.plaintext(room) {
-                Ok(0) => {
+                Plain::Data(n) if !self.received(m, i, now, n) => return false,
+                Plain::Data(_) => {}
+                Plain::Drained => break,
+                Plain::Closed => {
                     self.on_eof(m, i, now);
                     return false;
                 }
-                Ok(n) if !self.received(m, i, now, n) => return false,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
+                Plain::Failed => {
                     self.fail(m, i, ErrorClass::Read, now);
                     return false;
                 }

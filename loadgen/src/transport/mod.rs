@@ -40,6 +40,18 @@ pub enum Got {
     Eof,
 }
 
+/// What `Link::plaintext` had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plain {
+    /// `n` bytes, written to the front of the buffer given.
+    Data(usize),
+    /// No more until more records arrive.
+    Drained,
+    /// The peer closed (with or without close_notify).
+    Closed,
+    Failed,
+}
+
 /// What `Link::process` made of the records taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decrypted {
@@ -112,6 +124,7 @@ impl Link {
 
     /// Decrypt the records taken; at the handshake's end, count it into
     /// `stats` (the recorder's transport figures; `measured`: in the window).
+    #[inline]
     pub fn process(&mut self, stats: Option<&mut Box<dyn LayerStats>>, now: Instant, measured: bool) -> Decrypted {
         let Link::Tls(t) = self else { return Decrypted::Ok { handshake_done: false } };
         match t.process() {
@@ -125,13 +138,20 @@ impl Link {
         }
     }
 
-    /// Decrypted plaintext into `dst`: Ok(0) the peer closed, WouldBlock when
-    /// there is no more now (at once over TCP: its reads are plaintext).
+    /// Decrypted plaintext into `dst` (drained at once over TCP: its reads
+    /// are plaintext).
     #[inline]
-    pub fn plaintext(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Link::Tcp => Err(io::ErrorKind::WouldBlock.into()),
-            Link::Tls(t) => t.plaintext(dst),
+    pub fn plaintext(&mut self, dst: &mut [u8]) -> Plain {
+        let Link::Tls(t) = self else { return Plain::Drained };
+        match t.plaintext(dst) {
+            Ok(0) => Plain::Closed,
+            Ok(n) => Plain::Data(n),
+            // one look at the kind: this ends every decrypt loop
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock => Plain::Drained,
+                io::ErrorKind::UnexpectedEof => Plain::Closed,
+                _ => Plain::Failed,
+            },
         }
     }
 

@@ -244,6 +244,7 @@ impl TlsLink {
 
     /// Write the records there are (handshake messages, then the queued
     /// requests) to `dst` until it would block. False: the write failed.
+    #[inline]
     pub fn write_to<W: Write>(&mut self, wbuf: &mut Vec<u8>, dst: &mut W) -> bool {
         if !self.encrypt(wbuf) {
             return true;
@@ -262,6 +263,7 @@ impl TlsLink {
 
     /// The records there are, appended to `out` (a backend's send buffer,
     /// reused). Returns whether `out` has bytes to send.
+    #[inline]
     pub fn fill(&mut self, wbuf: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
         if !self.encrypt(wbuf) {
             return false;
@@ -275,6 +277,7 @@ impl TlsLink {
     /// read came back short (the socket is drained: edge-triggered epoll
     /// reports new data, the plaintext path's rule, so TLS costs no extra
     /// read per event).
+    #[inline]
     pub fn read_from<R: Read>(&mut self, src: &mut R) -> io::Result<(bool, bool)> {
         let mut src = Short { inner: src, short: false };
         let n = self.conn.read_tls(&mut src)?;
@@ -283,6 +286,7 @@ impl TlsLink {
 
     /// Records a backend received in a buffer of its own: how many bytes of
     /// `data` rustls took (0: none, it is full).
+    #[inline]
     pub fn take(&mut self, data: &mut &[u8]) -> io::Result<usize> {
         self.conn.read_tls(data)
     }
@@ -290,23 +294,23 @@ impl TlsLink {
     /// Decrypt what `read_from`/`take` brought. Ok(true): the handshake just
     /// completed. Err: an alert from the server, a certificate it failed, a
     /// bad record.
+    #[inline]
     pub fn process(&mut self) -> Result<bool, rustls::Error> {
         let handshaking = self.conn.is_handshaking();
         self.conn.process_new_packets()?;
         Ok(handshaking && !self.conn.is_handshaking())
     }
 
-    /// Plaintext into `dst`: Ok(0) the peer closed (close_notify, or a close
-    /// without one: HTTP framing says whether a response was cut), WouldBlock
-    /// when there is no more now.
+    /// Plaintext into `dst`: Ok(0) the peer closed with close_notify,
+    /// UnexpectedEof without one (HTTP framing says whether a response was
+    /// cut), WouldBlock when there is no more now.
+    #[inline]
     pub fn plaintext(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        match self.conn.reader().read(dst) {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
-            r => r,
-        }
+        self.conn.reader().read(dst)
     }
 
     /// Handshake messages to answer, or requests that waited for the handshake.
+    #[inline]
     pub fn wants_write(&self, wbuf: &[u8]) -> bool {
         self.conn.wants_write() || (!self.conn.is_handshaking() && !wbuf.is_empty())
     }
