@@ -298,21 +298,33 @@ impl<'a, S: Sockets> Net<'a, S> {
         self.parse(m, i, now)
     }
 
+    /// Whether connection `i` can take more bytes: still connected (the model
+    /// may have replaced it) and, once the parsed bytes are dropped, room left
+    /// in its read buffer; a response longer than the bound fails it.
+    #[inline]
+    fn make_room<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
+        let c = &mut self.conns[i];
+        if !c.connected {
+            return false; // the model replaced the connection
+        }
+        c.spare();
+        if c.rlen == c.rbuf.len() {
+            // more unparsed bytes than the bound: not a response this parser reads
+            self.fail(m, i, ErrorClass::Malformed, now);
+            return false;
+        }
+        true
+    }
+
     /// `data` arrived on `i` in a buffer of the backend's: through the link
     /// and the parser with it.
     pub(crate) fn received_from<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, mut data: &[u8]) -> bool {
         while !data.is_empty() {
-            let c = &mut self.conns[i];
-            if !c.connected {
-                return false; // the model replaced the connection
-            }
-            c.spare();
-            let room = &mut c.rbuf[c.rlen..];
-            if room.is_empty() {
-                // more unparsed bytes than the bound: not a response this parser reads
-                self.fail(m, i, ErrorClass::Malformed, now);
+            if !self.make_room(m, i, now) {
                 return false;
             }
+            let c = &mut self.conns[i];
+            let room = &mut c.rbuf[c.rlen..];
             let got = match c.link.take(&mut data, room) {
                 Ok(Some(got)) => got,
                 Ok(None) => break, // nothing taken: never loops
@@ -344,17 +356,11 @@ impl<'a, S: Sockets> Net<'a, S> {
             return false;
         }
         loop {
-            let c = &mut self.conns[i];
-            if !c.connected {
-                return false; // the model replaced the connection
-            }
-            c.spare();
-            let room = &mut c.rbuf[c.rlen..];
-            if room.is_empty() {
-                // more unparsed bytes than the bound: not a response this parser reads
-                self.fail(m, i, ErrorClass::Malformed, now);
+            if !self.make_room(m, i, now) {
                 return false;
             }
+            let c = &mut self.conns[i];
+            let room = &mut c.rbuf[c.rlen..];
             match c.link.plaintext(room) {
                 Plain::Data(n) if !self.received(m, i, now, n) => return false,
                 Plain::Data(_) => {}
