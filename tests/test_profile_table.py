@@ -170,3 +170,14 @@ def test_the_reports_own_run_answers_for_a_column_it_measured(stored: tuple[Path
         _, results = load(store, own)
     cols = {c.name: (c.workload, c.run_id) for c in results.profile.columns}
     assert cols == {"plaintext": ("tfb-plaintext", own), "tls-json": ("tls-json", tls_run)}
+
+
+def test_a_cell_says_why_a_better_figure_stands_lower() -> None:
+    """A row ranked after one with a lower req/s (its warm-up never became steady, or it left connections
+    waiting) says so in its cell: the study's c-epoll served the most TLS JSON and stood third."""
+    from types import SimpleNamespace as NS
+    base = dict(held=None, degraded=False, client_bound_group=False, noise_effect=None, kind="throughput",
+                not_steady=False, unfair=False, served_text=lambda: "served 64 of 400 connections")
+    assert profile._note(NS(**base)) == ""
+    assert profile._note(NS(**{**base, "not_steady": True})) == "not steady (ranked after the steady rows)"
+    assert profile._note(NS(**{**base, "unfair": True})) == "unfair: served 64 of 400 connections"

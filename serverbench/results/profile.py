@@ -236,7 +236,13 @@ def cell(g: Group | None, col: Column) -> Cell:
 
 
 def _note(g: Group) -> str:
+    """What the figure does not say on its own, above all why a row stands after one with a better
+    figure: ranking's classes (unfair, not steady, degraded, not held) come before the figure."""
     notes = []
+    if g.unfair:
+        notes.append(f"unfair: {g.served_text()}")
+    if g.not_steady:
+        notes.append("not steady (ranked after the steady rows)")
     if g.held is False:
         notes.append("did not hold the rate")
     if g.degraded:
