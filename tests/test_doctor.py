@@ -164,6 +164,37 @@ def test_list_and_doctor_show_each_rows_tls(servers_root, sandbox_paths, monkeyp
         assert "not declared (out of the TLS workloads)" in out
 
 
+def test_list_and_doctor_show_each_rows_database(servers_root, sandbox_paths, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "SERVERS", servers_root)
+    monkeypatch.setattr(cli, "console", Console(width=400))
+    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
+    db = {"db_driver": "pgx v5.12.0", "db_pool": "pgxpool", "db_wait": "async", "db_pipelining": "off",
+          "db_prepared": "on"}
+    write_manifest(servers_root, "dbrow", choices={**choices, **db})
+    write_manifest(servers_root, "outrow", choices={**choices, "db_out": "no driver reachable here [hex]"})
+    write_manifest(servers_root, "plainrow")
+    cat = load_catalog(servers_root).servers
+    assert doctor.db_text(cat["dbrow"]) == "pgx v5.12.0; pgxpool"
+    assert doctor.db_text(cat["outrow"]) == "out: no driver reachable here [hex]"
+    assert doctor.db_text(cat["plainrow"]) == "not declared (out of the database workloads)"
+    for cmd in ("list", "doctor"):
+        r, out = run_cli(cmd)
+        assert r.exit_code == 0, r.output
+        assert " database " in out and "pgx v5.12.0; pgxpool" in out
+        assert "out: no driver reachable here [hex]" in out
+        assert "not declared (out of the database workloads)" in out
+
+
+def test_a_row_declares_a_driver_or_why_not_never_both(servers_root) -> None:
+    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on", "db_out": "none here",
+               "db_driver": "pgx", "db_pool": "pgxpool", "db_wait": "async", "db_pipelining": "off",
+               "db_prepared": "on"}
+    write_manifest(servers_root, "both", choices=choices)
+    cat = load_catalog(servers_root)
+    assert "both" not in cat.servers
+    assert any("db_driver and db_out exclude each other" in e for e in map(str, cat.errors)), cat.errors
+
+
 def test_cli_build_exit_code_and_summary(cli_catalog, tmp_path) -> None:
     r, out = run_cli("build")
     assert r.exit_code == 1

@@ -143,6 +143,14 @@ def test_a_row_without_the_db_choices_has_its_db_checks_skipped() -> None:
             (n, True, True, "not a db row") for n in DB_CHECKS]
 
 
+def test_a_row_that_declares_db_out_has_its_db_checks_skipped_with_its_reason() -> None:
+    why = "no PostgreSQL driver reachable here (its registry is not) [upstream]"
+    row = SimpleNamespace(id="out", counter="shared", bound=None, choices=SimpleNamespace(db=False, db_out=why))
+    res = verify(f"http://127.0.0.1:{_free_port()}", row, db=DbTarget("postgres://x@127.0.0.1:1/hello_world", {}),
+                 only=DB_CHECKS)
+    assert [(r.skipped, r.detail) for r in res] == [(True, f"serves no database here (db_out): {why}")] * len(res)
+
+
 def test_without_postgresql_a_db_rows_checks_are_skipped_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(doctor, "postgres_bindir", lambda: None)
     with dbsetup.database_for([DB_ROW, PLAIN_ROW], [0]) as setup:

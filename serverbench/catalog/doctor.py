@@ -131,6 +131,17 @@ def tls_text(m: Manifest) -> str:
     return "not declared (out of the TLS workloads)"
 
 
+def db_text(m: Manifest) -> str:
+    """A row's database (SPEC.md, "Database endpoints"), as `list` and `doctor` show it: its driver and pool,
+    why its stack serves none here (`db_out`: kept out of the database workloads), or that it declares neither."""
+    c = m.choices
+    if c is not None and c.db_driver:
+        return f"{c.db_driver}; {c.db_pool}"
+    if c is not None and c.db_out:
+        return f"out: {c.db_out}"
+    return "not declared (out of the database workloads)"
+
+
 def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
     return [check(m, step) for m in ms]
 

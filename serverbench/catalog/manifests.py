@@ -66,6 +66,9 @@ class Choices(BaseModel):
     db_wait: Literal["async", "blocking"] | None = None
     db_pipelining: OnOff | None = None
     db_prepared: OnOff | None = None
+    # Or why the stack serves no database here (no driver reachable from this machine's registries, ...):
+    # kept out of the database workloads only, with this reason in `list`, `doctor` and the reports.
+    db_out: str | None = Field(default=None, min_length=1)
     # The `tls` feature (SPEC.md, "TLS"): the library that serves HTTPS, or why the stack serves none here.
     tls_library: str | None = Field(default=None, min_length=1)
     tls_out: str | None = Field(default=None, min_length=1)
@@ -77,6 +80,8 @@ class Choices(BaseModel):
         if given and len(given) < len(keys):
             missing = ", ".join(k for k in keys if k not in given)
             raise ValueError(f"a db row declares every db_* choice; missing: {missing} (see SPEC.md, Choices)")
+        if given and self.db_out is not None:
+            raise ValueError("db_driver and db_out exclude each other: a row serves the database or says why not")
         if self.tls_library is not None and self.tls_out is not None:
             raise ValueError("tls_library and tls_out exclude each other: a row serves TLS or says why not")
         return self

@@ -31,6 +31,7 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("not built", NOT_BUILT),  # run/measure.py's gate
     ("unavailable:", NOT_BUILT),  # a toolchain missing to run it
     ("tls_out", DECLARED),  # the manifest says why it serves no TLS here
+    ("db_out", DECLARED),  # the manifest says why it serves no database here
     ("not a db row", DECLARED),  # no db_* choices
     ("not a tls row", DECLARED),  # no tls_library
     ("failed verification", FAILED_CHECK),  # a measurement check

@@ -344,6 +344,8 @@ class Gate:
         if m.id not in self.cache:
             self.cache[m.id] = self._reason(m)
         if self.cache[m.id] is None and w is not None:
+            if "db" in w.features and getattr(getattr(m, "choices", None), "db_out", None):
+                return f"serves no database here (db_out): {m.choices.db_out}"
             if "db" in w.features and not getattr(getattr(m, "choices", None), "db", False):
                 return "not a db row: it declares no db_* choices (SPEC.md, Database endpoints)"
             if "db" in w.features and not self.allow_unverified:

@@ -46,6 +46,7 @@ class Ctx:
     hello_file: Path
     db_row: bool = False  # the manifest declares the db_* choices (SPEC.md, "Database endpoints")
     db: Any = None  # dbcount.DbTarget: the database the row was started with, for the db checks
+    db_out: str | None = None  # the manifest's db_out: why the row serves no database here
     db_problem: str | None = None  # why a db row's database checks cannot run here (one line, the fix)
     tls_row: bool = False  # the manifest declares tls_library (SPEC.md, "TLS")
     tls_out: str | None = None  # the manifest's tls_out: why the row serves no TLS here

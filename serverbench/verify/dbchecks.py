@@ -30,7 +30,7 @@ UPDATE_CLAMPS: tuple[tuple[str | None, int], ...] = ((None, 1), ("foo", 1), ("0"
 def _target(ctx: Ctx) -> DbTarget:
     """The database, or CheckSkipped saying why these checks do not apply or cannot run."""
     if not ctx.db_row:
-        raise CheckSkipped(NOT_DB_ROW)
+        raise CheckSkipped(f"serves no database here (db_out): {ctx.db_out}" if ctx.db_out else NOT_DB_ROW)
     if ctx.db is None:
         raise CheckSkipped(ctx.db_problem or "no database given to verify")
     return ctx.db

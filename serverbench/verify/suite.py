@@ -120,6 +120,7 @@ def verify(
         pid=pid,
         hello_file=Path(hello_file) if hello_file else _default_hello_file(),
         db_row=is_db_row(manifest),
+        db_out=getattr(getattr(manifest, "choices", None), "db_out", None),
         db=db,
         db_problem=db_problem,
         tls_row=tls_of(manifest)[0],
