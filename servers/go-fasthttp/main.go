@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"serverbench/gocontract"
+	"serverbench/godb"
 )
 
 var helloFile string
@@ -22,6 +23,7 @@ func main() {
 	cert, key, useTLS := gocontract.TLSFiles("go-fasthttp") // before the bind: one of the pair alone exits first
 	ln, env := gocontract.Listen("go-fasthttp")             // settings, GOMAXPROCS from WORKERS, bind (exits on failure)
 	helloFile = env.HelloFile
+	db = godb.Open("go-fasthttp") // pgxpool of at most $DB_POOL connections, opened lazily
 
 	srv := &fasthttp.Server{
 		Handler: handler,
@@ -43,8 +45,12 @@ func main() {
 
 // handler routes by path and method, the way plain fasthttp handlers do.
 func handler(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	if dbRoute(ctx, path) {
+		return
+	}
 	var method string
-	switch string(ctx.Path()) {
+	switch path {
 	case "/":
 		method = fasthttp.MethodGet
 		if ctx.IsGet() {
