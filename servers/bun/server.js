@@ -1,5 +1,8 @@
 // bun: Bun.serve — one JavaScript event loop; HTTP/1.1 parsing, keep-alive,
 // chunked decoding and the Date header are done by Bun's native server (uWebSockets).
+// The database paths are in db.js.
+import { dbRoutes } from "./db.js";
+
 const MAX_BODY = 1 << 20;
 const MAX_DELAY_MS = 60000;
 const helloFile = process.env.HELLO_FILE || "../../assets/hello.html";
@@ -8,9 +11,11 @@ let counter = 0; // one thread: increments never interleave
 
 const PAGES = new Set(["/", "/json", "/file", "/delay", "/tenth"]);
 
-function send(status, type, body) {
-  return new Response(body, { status, headers: { "content-type": type } });
+function send(status, type, body, headers = {}) {
+  return new Response(body, { status, headers: { "content-type": type, ...headers } });
 }
+
+const dbRoute = dbRoutes(send);
 
 const badRequest = () => send(400, "text/plain", "Bad Request");
 
@@ -49,8 +54,10 @@ async function handle(req, server) {
   if (path === "/echo") {
     return req.method === "POST" ? echo(req) : send(405, "text/plain", "Method Not Allowed");
   }
-  if (!PAGES.has(path)) return send(404, "text/plain", "Not Found");
+  const db = dbRoute(path);
+  if (!db && !PAGES.has(path)) return send(404, "text/plain", "Not Found");
   if (req.method !== "GET") return send(405, "text/plain", "Method Not Allowed");
+  if (db) return db(url.searchParams);
   switch (path) {
     case "/":
       return send(200, "text/plain", "Hello, World!");
