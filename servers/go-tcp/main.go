@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"serverbench/gocontract"
+	"serverbench/godb"
 )
 
 const (
@@ -44,6 +45,7 @@ func main() {
 	certFile, keyFile, useTLS := gocontract.TLSFiles("go-tcp") // before the bind: one of the pair alone exits first
 	ln, env := gocontract.Listen("go-tcp")                     // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
+	db = godb.Open("go-tcp") // pgxpool of at most $DB_POOL connections, opened lazily
 	if useTLS {
 		// TLS the crypto/tls way: the listener hands out *tls.Conn, and the rest of the
 		// row reads and writes them as any net.Conn. crypto/tls's defaults: TLS 1.2
@@ -280,7 +282,7 @@ func handle(req *request, r *bufio.Reader, w *bufio.Writer) (bool, error) {
 		return false, err
 	}
 	status, ctype, out := route(req, body, w)
-	writeHead(w, status, ctype, len(out), req.keepAlive, req.http10)
+	writeHead(w, status, ctype, len(out), req.keepAlive, req.http10, isDBPath(req.path))
 	if req.method != "HEAD" {
 		w.Write(out)
 	}
@@ -290,6 +292,11 @@ func handle(req *request, r *bufio.Reader, w *bufio.Writer) (bool, error) {
 func route(req *request, body []byte, w *bufio.Writer) (int, string, []byte) {
 	get := req.method == "GET" || req.method == "HEAD"
 	switch req.path {
+	case "/db", "/queries", "/fortunes", "/updates":
+		if !get {
+			return 405, "text/plain", []byte("Method Not Allowed")
+		}
+		return dbRoute(req)
 	case "/", "/json", "/file", "/delay", "/tenth":
 		if !get {
 			return 405, "text/plain", []byte("Method Not Allowed")
@@ -343,7 +350,9 @@ func sleep(d time.Duration, w *bufio.Writer) {
 	}
 }
 
-func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bool) {
+// writeHead writes the status line and headers; server adds the Server header that
+// SPEC asks of the database paths.
+func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10, server bool) {
 	w.WriteString("HTTP/1.1 ")
 	w.WriteString(strconv.Itoa(status))
 	w.WriteByte(' ')
@@ -354,6 +363,9 @@ func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bo
 	w.WriteString(strconv.Itoa(n))
 	w.WriteString("\r\nDate: ")
 	w.Write(gocontract.HTTPDate()) // formatted once a second, shared
+	if server {
+		w.WriteString("\r\nServer: go-tcp")
+	}
 	switch {
 	case !keep:
 		w.WriteString("\r\nConnection: close")
@@ -366,7 +378,7 @@ func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10 bo
 // refuse answers a request that ends the connection (malformed, too large).
 func refuse(w *bufio.Writer, status int) {
 	text := statusText(status)
-	writeHead(w, status, "text/plain", len(text), false, false)
+	writeHead(w, status, "text/plain", len(text), false, false, false)
 	w.WriteString(text)
 	w.Flush()
 }
@@ -377,6 +389,8 @@ func statusText(code int) string {
 		return "OK"
 	case 400:
 		return "Bad Request"
+	case 503:
+		return "Service Unavailable"
 	case 404:
 		return "Not Found"
 	case 405:
