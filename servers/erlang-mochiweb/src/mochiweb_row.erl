@@ -11,6 +11,7 @@
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
+    sb_db:start(?NAME),
     Options = [{name, ?MODULE}, {ip, Ip}, {port, Port}, {loop, fun ?MODULE:loop/1},
                {backlog, 4096},
                %% MochiWeb's default cap is 2048 open connections; SPEC asks for 10,000+.
@@ -37,7 +38,8 @@ loop(Req) ->
         {"/echo", _} -> text(Req, 405, "Method Not Allowed");
         {Path, 'GET'} -> get(Path, Req);
         {Path, _} ->
-            case lists:member(Path, ["/", "/json", "/file", "/delay", "/tenth"]) of
+            case lists:member(Path, ["/", "/json", "/file", "/delay", "/tenth",
+                                     "/db", "/queries", "/fortunes", "/updates"]) of
                 true -> text(Req, 405, "Method Not Allowed");
                 false -> text(Req, 404, "Not Found")
             end
@@ -66,8 +68,33 @@ get("/tenth", Req) ->
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(Req, 200, integer_to_list(N))
     end;
+get("/db", Req) ->
+    db(Req, fun() -> json(Req, world_json(sb_db:world())) end);
+get("/queries", Req) ->
+    db(Req, fun() -> json(Req, [world_json(W) || W <- sb_db:worlds(queries(Req))]) end);
+get("/updates", Req) ->
+    db(Req, fun() -> json(Req, [world_json(W) || W <- sb_db:update(queries(Req))]) end);
+get("/fortunes", Req) ->
+    %% MochiWeb's HTML escaping: & < > and " (escape_attr; escape/1 leaves the quote).
+    db(Req, fun() -> respond(Req, {200, [{"Content-Type", "text/html; charset=utf-8"}],
+                                   sb_db:fortunes_page(fun mochiweb_html:escape_attr/1)}) end);
 get(_, Req) ->
     text(Req, 404, "Not Found").
+
+%% The database paths (../_shared/erlang-db): 503 without $DATABASE_URL. MochiWeb's
+%% own Server header goes with every response.
+db(Req, Serve) ->
+    case sb_db:configured() of
+        true -> Serve();
+        false -> text(Req, 503, "no database configured (DATABASE_URL is not set)")
+    end.
+
+queries(Req) -> sb_db:queries(mochiweb_request:parse_qs(Req)).
+
+world_json({Id, Rn}) -> {struct, [{<<"id">>, Id}, {<<"randomNumber">>, Rn}]}.
+
+json(Req, Doc) ->
+    respond(Req, {200, [{"Content-Type", "application/json"}], mochijson2:encode(Doc)}).
 
 %% POST /echo: MochiWeb reads the body by Content-Length or chunked framing and
 %% exits with body_too_large past the limit. An unread body makes MochiWeb close
