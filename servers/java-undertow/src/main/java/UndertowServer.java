@@ -13,6 +13,8 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.SQLException;
+import java.util.Deque;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
 import org.xnio.Options;
@@ -20,8 +22,9 @@ import org.xnio.Options;
 /**
  * java-undertow: Undertow on XNIO, $WORKERS IO threads each running its own
  * selector loop. Non-blocking work (/, /json, /echo, timers for /delay and
- * /tenth) stays on the IO thread; the blocking disk read of /file is dispatched
- * to Undertow's worker pool.
+ * /tenth) stays on the IO thread; the blocking disk read of /file and the
+ * blocking JDBC queries of the database paths are dispatched to Undertow's
+ * worker pool, as Undertow's documentation says to do with blocking work.
  */
 public final class UndertowServer implements HttpHandler {
     static final ObjectMapper MAPPER = new ObjectMapper();
@@ -30,23 +33,27 @@ public final class UndertowServer implements HttpHandler {
     }
 
     private final Path helloFile;
+    private final Database database;
 
-    UndertowServer(Path helloFile) {
+    UndertowServer(Path helloFile, Database database) {
         this.helloFile = helloFile;
+        this.database = database;
     }
 
     public static void main(String[] args) {
         ServerEnv env = ServerEnv.read("java-undertow");
         SSLContext tls = ServerTls.context(env);   // null: plaintext
+        Database database = Database.fromEnv("java-undertow");   // opens the pool before listening
         Undertow.Builder builder = Undertow.builder();
         if (tls == null) builder.addHttpListener(env.port(), env.host());
         else builder.addHttpsListener(env.port(), env.host(), tls);   // HTTP/2 stays off (Undertow's default): no ALPN
         Undertow server = builder
                 .setIoThreads(env.workers())           // one event loop per core
-                .setWorkerThreads(env.workers() * 8)   // Undertow's default ratio; runs the dispatched /file reads
+                // Undertow's default ratio; runs the dispatched /file reads and database queries
+                .setWorkerThreads(env.workers() * 8)
                 .setSocketOption(Options.BACKLOG, ServerEnv.BACKLOG)
                 // answers "Expect: 100-continue" when the handler starts reading the body
-                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile())))
+                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile(), database)))
                 .build();
         try {
             server.start();
@@ -103,6 +110,16 @@ public final class UndertowServer implements HttpHandler {
                         ByteBuffer.wrap(Long.toString(count).getBytes(StandardCharsets.ISO_8859_1)));
                 return;
             }
+            case "/db":
+            case "/queries":
+            case "/fortunes":
+            case "/updates":
+                ex.getResponseHeaders().put(Headers.SERVER, "java-undertow");   // SPEC.md: on database paths
+                if (!get) notAllowed(ex, "GET, HEAD");
+                else if (!database.configured()) text(ex, 503, "Service Unavailable");
+                else if (ex.isInIoThread()) ex.dispatch(this);   // JDBC blocks: run again on a worker thread
+                else query(ex);
+                return;
             case "/echo":
                 if (!ex.getRequestMethod().equals(Methods.POST)) {
                     notAllowed(ex, "POST");
@@ -113,6 +130,30 @@ public final class UndertowServer implements HttpHandler {
             default:
                 text(ex, 404, "Not Found");
         }
+    }
+
+    /** A database path, on a worker thread: the JDBC calls block it until PostgreSQL answers. */
+    private void query(HttpServerExchange ex) throws JsonProcessingException {
+        try {
+            switch (ex.getRequestPath()) {
+                case "/db" -> send(ex, 200, "application/json", ByteBuffer.wrap(MAPPER.writeValueAsBytes(database.db())));
+                case "/queries" -> send(ex, 200, "application/json",
+                        ByteBuffer.wrap(MAPPER.writeValueAsBytes(database.queries(queries(ex)))));
+                case "/updates" -> send(ex, 200, "application/json",
+                        ByteBuffer.wrap(MAPPER.writeValueAsBytes(database.updates(queries(ex)))));
+                default -> send(ex, 200, "text/html; charset=utf-8",
+                        ByteBuffer.wrap(Database.fortunesPage(database.fortunes()).getBytes(StandardCharsets.UTF_8)));
+            }
+        } catch (SQLException e) {
+            System.err.println("java-undertow: " + ex.getRequestPath() + ": " + e);
+            text(ex, 500, "Internal Server Error");
+        }
+    }
+
+    /** ?queries=N as Undertow decodes it, clamped by SPEC.md's rule. */
+    private static int queries(HttpServerExchange ex) {
+        Deque<String> values = ex.getQueryParameters().get("queries");
+        return Database.count(values == null ? null : values.peekFirst());
     }
 
     /**
