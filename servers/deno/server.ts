@@ -1,5 +1,7 @@
 // deno: Deno.serve — one JavaScript event loop; HTTP/1.1 parsing, keep-alive and
-// chunked decoding are done by Deno's Rust HTTP stack underneath.
+// chunked decoding are done by Deno's Rust HTTP stack underneath. The database paths are in db.ts.
+import { dbRoutes } from "./db.ts";
+
 const MAX_BODY = 1 << 20;
 const MAX_DELAY_MS = 60000;
 const helloFile = Deno.env.get("HELLO_FILE") || "../../assets/hello.html";
@@ -9,9 +11,11 @@ let counter = 0; // single-threaded: increments never interleave
 // String and Uint8Array bodies get a Content-Length from Deno (not chunked framing).
 // No "connection: close" on refusals: Deno.serve would send the header but not act on
 // it; it drains an unread request body itself, so the next request is never misread.
-function send(status: number, type: string, body: BodyInit): Response {
-  return new Response(body, { status, headers: { "content-type": type } });
+function send(status: number, type: string, body: BodyInit, headers: Record<string, string> = {}): Response {
+  return new Response(body, { status, headers: { "content-type": type, ...headers } });
 }
+
+const dbRoute = dbRoutes(send);
 
 const badRequest = () => send(400, "text/plain", "Bad Request");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -53,6 +57,8 @@ async function echo(req: Request): Promise<Response> {
 async function handle(req: Request): Promise<Response> {
   const url = new URL(req.url);
   const get = req.method === "GET" || req.method === "HEAD";
+  const db = dbRoute(url.pathname);
+  if (db) return get ? await db(url.searchParams) : send(405, "text/plain", "Method Not Allowed");
   switch (url.pathname) {
     case "/":
     case "/json":
