@@ -13,7 +13,6 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
                       model_serializer, model_validator)
 
-
 LOADGEN_SCHEMA = "loadgen/1"
 REBUILD = "rebuild loadgen (`make loadgen`)"
 
@@ -445,9 +444,10 @@ class DatabaseFigures(BaseModel):
     db_cpu_us_per_req: float | None = Field(None, description="their CPU per successful request, µs; never "
                                                               "part of the server's CPU per request")
     db_pool: int | None = Field(None, description="$DB_POOL the row was given (connections per process)")
-    db_connections_peak: int | None = Field(None, description="the most connections the row held open to the "
-                                                              "database at the once-a-second looks")
-    db_active_peak: int | None = Field(None, description="the most of them running a query at one look")
+    db_connections_peak: int | None = Field(None, description="the most connections open at once-a-second looks")
+    db_active_peak: int | None = Field(None, description="old runs: the most running a query at one look")
+    db_active_mean: float | None = Field(None, description="connections running a statement, on average over "
+                                                           "the run: PostgreSQL's own active_time ÷ wall time")
     db_cpus: list[int] | None = Field(None, description="the CPUs PostgreSQL was pinned to (None: an "
                                                         "existing database, --db-url)")
     db_shares_client_cpus: bool | None = Field(None, description="PostgreSQL ran on the load generator's CPUs; "

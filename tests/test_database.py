@@ -247,3 +247,38 @@ def test_doctor_finds_the_server_binaries_and_honours_the_override(tmp_path: Pat
         (tmp_path / name).write_text("#!/bin/sh\n")
     monkeypatch.setenv("SERVERBENCH_PG_BIN", str(tmp_path))
     assert doctor.postgres_bindir() == tmp_path
+
+
+def test_the_sampler_sees_connections_that_hold_statements_open(pg: cluster.ManagedPostgres) -> None:
+    """Issue 46, item 7: three connections each running a 1.5 s statement inside the window are seen busy
+    (PostgreSQL's own active_time), and a window of idle connections is not."""
+    import threading
+
+    from serverbench.processes.sampler import Sampler
+    from serverbench.run.database_run import DatabaseSampler
+
+    conns = [psycopg.connect(pg.url, autocommit=True) for _ in range(3)]
+    try:
+        idle = DatabaseSampler(Sampler(pg.pid, interval=0.2), pg.admin()).start()
+        time.sleep(1.5)
+        quiet = idle.stop().to_dict()
+        busy = DatabaseSampler(Sampler(pg.pid, interval=0.2), pg.admin()).start()
+        sleepers = [threading.Thread(target=c.execute, args=("SELECT pg_sleep(1.5)",)) for c in conns]
+        for t in sleepers:
+            t.start()
+        for t in sleepers:
+            t.join()
+        # a statement's time reaches the counter at the backend's report after its next statement, at most
+        # once a second (PostgreSQL 15): under load, a second later
+        time.sleep(1.1)
+        for c in conns:
+            c.execute("SELECT 1")
+        time.sleep(0.2)
+        seen = busy.stop().to_dict()
+    finally:
+        for c in conns:
+            c.close()
+    assert quiet["active_mean"] is not None and quiet["active_mean"] < 0.3, quiet
+    assert seen["connections_peak"] >= 3, seen
+    # 3 × 1.5 s of statements over a window of about 2.9 s: about 1.5 on average, never near 0
+    assert seen["active_mean"] is not None and 1.0 <= seen["active_mean"] <= 3.0, seen

@@ -43,12 +43,16 @@ def columns(kind: str, db: bool = False) -> list[str]:
 
 
 def db_cell(g: Group) -> str:
-    """The database's CPU per request and the row's connections to it (most open, most busy at once)."""
+    """The database's CPU per request and the row's connections to it (most open; how many ran a statement
+    on average, PostgreSQL's count — old runs: the most seen running one at a look)."""
     d = g.figures.database
     if d.db_cpu_us_per_request is None:
         return "—"
-    conns = (f"; {d.db_connections_peak:.0f} open, at most {d.db_active_peak:.0f} running a query"
-             if d.db_connections_peak is not None and d.db_active_peak is not None else "")
+    conns = ""
+    if d.db_connections_peak is not None and d.db_active_mean is not None:
+        conns = f"; {d.db_connections_peak:.0f} open, {d.db_active_mean:.1f} running a statement on average"
+    elif d.db_connections_peak is not None and d.db_active_peak is not None:
+        conns = f"; {d.db_connections_peak:.0f} open, at most {d.db_active_peak:.0f} running a query"
     return fmt_num(d.db_cpu_us_per_request, 1) + conns
 
 

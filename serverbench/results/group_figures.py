@@ -128,7 +128,8 @@ class GroupDatabase(FigureGroup):
     db_cpu_percent: float | None = None
     db_pool: float | None = None
     db_connections_peak: float | None = None
-    db_active_peak: float | None = None
+    db_active_peak: float | None = None  # old runs
+    db_active_mean: float | None = None
     db_shares_client_cpus: bool | None = None
     calibrated_on: str | None = None
 
@@ -141,6 +142,7 @@ def _database(g: Any) -> GroupDatabase:
         db_cpu_percent=g.median(lambda m: m.database.db_cpu_percent), db_pool=g.median(lambda m: m.database.db_pool),
         db_connections_peak=g.median(lambda m: m.database.db_connections_peak),
         db_active_peak=g.median(lambda m: m.database.db_active_peak),
+        db_active_mean=g.median(lambda m: m.database.db_active_mean),
         db_shares_client_cpus=any(x.db_shares_client_cpus for x in d) if d else None,
         calibrated_on=next((x.calibrated_on for x in d if x.calibrated_on), None))
 

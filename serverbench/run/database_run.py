@@ -10,6 +10,7 @@ sampled (it may be on another machine), and the cells say so by leaving the data
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import psycopg
@@ -87,7 +88,7 @@ class RunDatabase:
         out: dict[str, Any] = {"db_pool": int(pool) if pool else None, "db_cpus": self.cpus,
                                "db_shares_client_cpus": bool(self.shared) if self.pg is not None else None}
         if usage:
-            out.update(db_connections_peak=usage.get("connections_peak"), db_active_peak=usage.get("active_peak"))
+            out.update(db_connections_peak=usage.get("connections_peak"), db_active_mean=usage.get("active_mean"))
             user, sys_ = float(usage.get("cpu_user_s") or 0.0), float(usage.get("cpu_sys_s") or 0.0)
             out.update(db_cpu_user_s=round(user, 3), db_cpu_sys_s=round(sys_, 3),
                        db_cpu_percent=usage.get("cpu_percent_mean"),
@@ -113,31 +114,48 @@ class RunDatabase:
 # pg_stat_activity once a second: cheap next to the load (one catalog read), often enough to see a pool
 # that opens all its connections or keeps them idle.
 CONNECTIONS_EVERY_S = 1.0
-_CONNECTIONS = ("SELECT count(*), count(*) FILTER (WHERE state = 'active') FROM pg_stat_activity "
-                "WHERE usename = %s AND pid <> pg_backend_pid()")
+_CONNECTIONS = ("SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND pid <> pg_backend_pid()")
+# How busy those connections were is PostgreSQL's own count, not a look: `active_time` (ms a backend spent
+# running statements, PostgreSQL >= 14). A look at pg_stat_activity's `state` saw 0 active in every cell of
+# a run on 2026-11-28, 38k queries/s included: with the database on one CPU, the look's own backend runs
+# only while the others are off the CPU, between their queries. A backend adds its time to the counter at
+# most once a second, and a statement's time only at the report after its next statement (PostgreSQL 15
+# reports before it marks the backend idle; seen on 15.18), so under load a reading lags by about a second
+# at each end of the window and the two lags cancel; an idle pool's last statement waits for its next.
+_ACTIVE_MS = "SELECT coalesce(sum(active_time), 0) FROM pg_stat_database WHERE datname = %s"
 
 
 class DatabaseSampler:
-    """The database's process tree (a Sampler) and its rows' connections: the most open, and the most
-    running a query, at any of the once-a-second looks."""
+    """The database's process tree (a Sampler) and its rows' connections: the most open at any of the
+    once-a-second looks, and how many ran a statement on average over the window (PostgreSQL's count)."""
 
     def __init__(self, tree: Sampler, admin: dict[str, object]) -> None:
         self.tree, self.admin = tree, admin
-        self.peaks = [0, 0]
+        self.peak = 0
+        self._active: list[tuple[float, float]] = []  # (monotonic s, active_time ms) at start and at stop
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="db-connections", daemon=True)
 
     def start(self) -> "DatabaseSampler":
         self.tree.start()
+        self._read_active()
         self._thread.start()
         return self
+
+    def _read_active(self) -> None:
+        try:
+            with psycopg.connect(**self.admin, autocommit=True) as c:
+                row = c.execute(_ACTIVE_MS, (schema.DB_NAME,)).fetchone()
+            self._active.append((time.monotonic(), float(row[0] if row else 0.0)))
+        except psycopg.Error:
+            return  # the database went away: no mean for this window
 
     def _loop(self) -> None:
         try:
             with psycopg.connect(**self.admin, autocommit=True) as c:
                 while True:
-                    row = c.execute(_CONNECTIONS, (schema.DB_USER,)).fetchone() or (0, 0)
-                    self.peaks = [max(self.peaks[0], int(row[0])), max(self.peaks[1], int(row[1] or 0))]
+                    row = c.execute(_CONNECTIONS, (schema.DB_USER,)).fetchone() or (0,)
+                    self.peak = max(self.peak, int(row[0]))
                     if self._stop.wait(CONNECTIONS_EVERY_S):
                         return
         except psycopg.Error:
@@ -145,9 +163,18 @@ class DatabaseSampler:
 
     def stop(self) -> "DatabaseSampler":
         self._stop.set()
+        self._read_active()
         self._usage = self.tree.stop().to_dict()
         self._thread.join(timeout=5)
         return self
 
+    @property
+    def active_mean(self) -> float | None:
+        """Connections running a statement, on average over the window (None: a reading failed)."""
+        if len(self._active) != 2 or self._active[1][0] <= self._active[0][0]:
+            return None
+        (t0, ms0), (t1, ms1) = self._active
+        return round(max(0.0, ms1 - ms0) / 1000.0 / (t1 - t0), 2)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self._usage, "connections_peak": self.peaks[0], "active_peak": self.peaks[1]}
+        return {**self._usage, "connections_peak": self.peak, "active_mean": self.active_mean}
