@@ -8,10 +8,11 @@
 -include("yaws_api.hrl").
 
 -define(NAME, "erlang-yaws").
--define(PAGES, ["/", "/json", "/file", "/delay", "/tenth"]).
+-define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates"]).
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
+    sb_db:start(?NAME),
     %% Yaws wants a log directory, but with its three logs off it writes nothing there:
     %% access_log (one line per request; SPEC: no per-request logging) and auth_log (a
     %% <servername>:<port>.auth file per start, a new one for every port) are per-server
@@ -93,8 +94,33 @@ get("/tenth", A) ->
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(200, integer_to_list(N))
     end;
+get("/db", _) ->
+    db(fun() -> json(world_json(sb_db:world())) end);
+get("/queries", A) ->
+    db(fun() -> json({array, [world_json(W) || W <- sb_db:worlds(queries(A))]}) end);
+get("/updates", A) ->
+    db(fun() -> json({array, [world_json(W) || W <- sb_db:update(queries(A))]}) end);
+get("/fortunes", _) ->
+    %% Yaws's HTML escaping, yaws_api:htmlize/1 (& < > and ").
+    db(fun() -> [{status, 200}, {content, "text/html; charset=utf-8",
+                                 sb_db:fortunes_page(fun yaws_api:htmlize/1)}] end);
 get(_, _) ->
     text(404, "Not Found").
+
+%% The database paths (../_shared/erlang-db): 503 without $DATABASE_URL. Yaws's own
+%% Server header goes with every response.
+db(Serve) ->
+    case sb_db:configured() of
+        true -> Serve();
+        false -> text(503, "no database configured (DATABASE_URL is not set)")
+    end.
+
+queries(A) -> sb_db:queries(yaws_api:parse_query(A)).
+
+world_json({Id, Rn}) -> {struct, [{"id", Id}, {"randomNumber", Rn}]}.
+
+json(Doc) ->
+    [{status, 200}, {content, "application/json", json2:encode(Doc)}].
 
 %% POST /echo: with partial_post_size nolimit Yaws hands out/1 a Content-Length
 %% body whole; a chunked body comes chunk by chunk as {partial, Bin}, and out/1
