@@ -9,10 +9,11 @@
 -include_lib("inets/include/httpd.hrl").
 
 -define(NAME, "erlang-inets").
--define(PAGES, ["/", "/json", "/file", "/delay", "/tenth"]).
+-define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates"]).
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
+    sb_db:start(?NAME),
     Root = filename:absname("."),
     Config = [{port, Port}, {bind_address, Ip}, {server_name, "localhost"},
               {server_root, Root}, {document_root, Root},
@@ -77,8 +78,44 @@ get("/tenth", Query) ->
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(200, integer_to_list(N))
     end;
+get("/db", _) ->
+    db(fun() -> json(world_json(sb_db:world())) end);
+get("/queries", Query) ->
+    db(fun() -> json(json_array(sb_db:worlds(sb_db:queries(query(Query))))) end);
+get("/updates", Query) ->
+    db(fun() -> json(json_array(sb_db:update(sb_db:queries(query(Query))))) end);
+get("/fortunes", _) ->
+    db(fun() -> reply(200, "text/html; charset=utf-8", sb_db:fortunes_page(fun html_escape/1)) end);
 get(_, _) ->
     text(404, "Not Found").
+
+%% The database paths (../_shared/erlang-db): 503 without $DATABASE_URL. httpd's own
+%% Server header goes with every response.
+db(Serve) ->
+    case sb_db:configured() of
+        true -> Serve();
+        false -> text(503, "no database configured (DATABASE_URL is not set)")
+    end.
+
+json(Body) -> reply(200, "application/json", Body).
+
+%% World rows hold two integers: nothing to escape.
+world_json({Id, Rn}) ->
+    ["{\"id\":", integer_to_binary(Id), ",\"randomNumber\":", integer_to_binary(Rn), "}"].
+
+json_array(Worlds) ->
+    [$[, lists:join($,, [world_json(W) || W <- Worlds]), $]].
+
+%% inets has no HTML escaping of its own: the five characters, byte by byte (UTF-8's
+%% multi-byte sequences never hold an ASCII byte).
+html_escape(Bin) -> [html_char(C) || <<C>> <= Bin].
+
+html_char($&) -> "&amp;";
+html_char($<) -> "&lt;";
+html_char($>) -> "&gt;";
+html_char($") -> "&quot;";
+html_char($') -> "&#39;";
+html_char(C) -> C.
 
 %% POST /echo: httpd has read the whole body (a list of bytes), by Content-Length
 %% or chunked framing.
