@@ -9,6 +9,8 @@
 #include <asio/ssl.hpp>
 #include <nlohmann/json.hpp>
 
+#include "db.hpp"
+
 #include <sched.h>
 #include <sys/resource.h>
 
@@ -72,6 +74,7 @@ const char* reason(int status) {
         case 431: return "Request Header Fields Too Large";
         case 500: return "Internal Server Error";
         case 501: return "Not Implemented";
+        case 503: return "Service Unavailable";
         case 505: return "HTTP Version Not Supported";
         default: return "Unknown";
     }
@@ -280,14 +283,18 @@ private:
     std::string chunked_;
     bool reading_ = false, writing_ = false, waiting_ = false;
     bool close_after_ = false, peer_eof_ = false, sent_continue_ = false;
+    bool in_process_ = false;  // process() is running: a reply that comes at once must not step()
 
-    void respond(int status, std::string_view ctype, std::string_view body, bool keep, bool http10) {
+    // server: the Server header that SPEC asks of the database paths.
+    void respond(int status, std::string_view ctype, std::string_view body, bool keep, bool http10,
+                 bool server = false) {
         pend_ += "HTTP/1.1 ";
         pend_ += std::to_string(status);
         pend_ += ' ';
         pend_ += reason(status);
         pend_ += "\r\nDate: ";
         pend_ += http_date();
+        if (server) pend_ += "\r\nServer: cpp-asio";
         pend_ += "\r\nContent-Type: ";
         pend_ += ctype;
         pend_ += "\r\nContent-Length: ";
@@ -310,6 +317,17 @@ private:
             if (ec) return;
             self->respond(200, "text/plain", body, keep, http10);
             if (!self->reading_ && !self->writing_) self->step();
+        });
+    }
+
+    // Parks the connection until the database answers (db.cpp: no wait on this thread).
+    void ask_db(std::string_view path, std::string_view query, bool keep, bool http10) {
+        waiting_ = true;
+        db::serve(path, query, [self = this->shared_from_this(), keep, http10](int status, std::string_view ctype,
+                                                                              std::string body) {
+            self->waiting_ = false;
+            self->respond(status, ctype, body, keep, http10, true);
+            if (!self->in_process_ && !self->reading_ && !self->writing_) self->step();
         });
     }
 
@@ -350,6 +368,9 @@ private:
             unsigned long v = g_tenth.fetch_add(1) + 1;
             if (v % 10 == 0 && *ms > 0) return park(*ms, std::to_string(v), keep, h10);
             respond(200, "text/plain", std::to_string(v), keep, h10);
+        } else if (db::is_path(path)) {
+            if (!get) return not_allowed();
+            ask_db(path, query, keep, h10);
         } else if (path == "/echo") {
             if (rq.method != "POST") return not_allowed();
             respond(200, "application/octet-stream", body, keep, h10);
@@ -425,7 +446,11 @@ private:
 
     // Runs whenever no read or write is in flight: answer, write, or read more.
     void step() {
-        if (!waiting_ && !close_after_) process();
+        if (!waiting_ && !close_after_) {
+            in_process_ = true;
+            process();
+            in_process_ = false;
+        }
         if (!pend_.empty()) {
             wbuf_.swap(pend_);
             pend_.clear();
@@ -583,6 +608,7 @@ int main() {
     for (int i = 0; i < workers; i++) contexts.push_back(std::make_unique<asio::io_context>(1));
 
     std::unique_ptr<asio::ssl::context> tls = tls_context();  // before the bind: fail before "listening"
+    db::configure(workers);
     std::unique_ptr<Server> server;
     try {
         tcp::resolver resolver(*contexts[0]);
@@ -599,7 +625,13 @@ int main() {
     std::vector<std::thread> threads;
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
     for (auto& ctx : contexts) guards.push_back(asio::make_work_guard(*ctx));
-    for (int i = 1; i < workers; i++) threads.emplace_back([&contexts, i] { contexts[i]->run(); });
+    // each thread opens its io_context's database connections, then runs it
+    for (int i = 1; i < workers; i++)
+        threads.emplace_back([&contexts, i] {
+            db::open_loop(*contexts[i], i);
+            contexts[i]->run();
+        });
+    db::open_loop(*contexts[0], 0);
     contexts[0]->run();
     for (auto& t : threads) t.join();
     return 0;
