@@ -6,7 +6,10 @@
 -- Debian 12 ships Copas 1.x (Lua 5.1/5.2 only), which has no copas.sleep: /delay and /tenth park
 -- the coroutine in a small timer heap here, and the main loop runs copas.step() with a timeout
 -- up to the next deadline, then resumes the coroutines that are due.
+--
+-- The database paths are in db.lua (LuaSQL: a blocking query on this one loop).
 local copas = require "copas"
+local db = require "db"
 local socket = require "socket"
 local cjson = require "cjson"
 
@@ -97,15 +100,18 @@ end
 local REASONS = {
   [200] = "OK", [400] = "Bad Request", [404] = "Not Found", [405] = "Method Not Allowed",
   [413] = "Payload Too Large", [431] = "Request Header Fields Too Large",
-  [500] = "Internal Server Error", [501] = "Not Implemented", [505] = "HTTP Version Not Supported",
+  [500] = "Internal Server Error", [501] = "Not Implemented", [503] = "Service Unavailable",
+  [505] = "HTTP Version Not Supported",
 }
 
-local function response(status, ctype, body, keep, http10)
+-- `server`: send a Server header (SPEC: database paths send one beside Date).
+local function response(status, ctype, body, keep, http10, server)
   local conn = ""
   if not keep then conn = "Connection: close\r\n"
   elseif http10 then conn = "Connection: keep-alive\r\n" end
   return table.concat({
     "HTTP/1.1 ", status, " ", REASONS[status], "\r\n",
+    server and "Server: lua\r\n" or "",
     "Date: ", http_date(), "\r\n",
     "Content-Type: ", ctype, "\r\n",
     "Content-Length: ", #body, "\r\n",
@@ -148,7 +154,11 @@ local function handle(skt, method, target, body, keep, http10)
   local path, query = target:match("^([^?]*)%??(.*)$")
   local function reply(status, ctype, b) return response(status, ctype, b, keep, http10) end
   local get = method == "GET"
-  if path == "/" then
+  if db.paths[path] then
+    if not get then return response(405, "text/plain", "Method Not Allowed", keep, http10, true) end
+    local status, ctype, b = db.handle(path, query)
+    return response(status, ctype, b, keep, http10, true)
+  elseif path == "/" then
     if not get then return reply(405, "text/plain", "Method Not Allowed") end
     return reply(200, "text/plain", HELLO)
   elseif path == "/json" then
