@@ -2,6 +2,7 @@
 # thread, one asyncdispatch event loop (epoll); every connection is an async
 # proc on that loop, so $WORKERS has nothing to set.
 import std/[asyncdispatch, asynchttpserver, json, os, strutils, times, uri]
+import database
 
 const
   MaxBody = 1_048_576       # POST /echo limit and the largest /delay body
@@ -64,6 +65,7 @@ proc main() {.async.} =
       case path
       of "/", "/json", "/file", "/delay", "/tenth": HttpGet
       of "/echo": HttpPost
+      of "/db", "/queries", "/fortunes", "/updates": HttpGet
       else:
         await req.reply(Http404, "text/plain", "Not Found")
         return
@@ -97,6 +99,11 @@ proc main() {.async.} =
       if count mod 10 == 0 and ms > 0:
         await sleepAsync(ms)
       await req.reply(Http200, "text/plain", $count)
+    of "/db", "/queries", "/fortunes", "/updates":
+      # Blocking libpq calls (database.nim): the event loop waits for them. SPEC asks
+      # for a Server header here; asynchttpserver writes none.
+      let (code, contentType, body) = dbAnswer(path, req.url.query)
+      await req.reply(code, contentType, body, [("Server", "Nim asynchttpserver")])
     of "/echo":
       # asynchttpserver has read the whole body (Content-Length or chunked)
       # up to its own 8 MiB maxBody; SPEC's limit is 1 MiB.
@@ -105,6 +112,7 @@ proc main() {.async.} =
       else:
         await req.reply(Http200, "application/octet-stream", req.body)
 
+  openDatabase()
   let server = newAsyncHttpServer()
   try:
     server.listen(Port(parseInt(port)), host)
