@@ -19,18 +19,22 @@ import javax.net.ssl.SSLContext;
  * java-httpserver: the JDK's own HttpServer with a fixed pool of $WORKERS threads as
  * its executor. The HttpServer's dispatcher thread accepts and waits for readable
  * connections; a pool thread then reads the request (blocking) and runs this handler,
- * which sleeps for /delay and /tenth the blocking way.
+ * which sleeps for /delay and /tenth the blocking way, and waits for PostgreSQL on the
+ * database paths ({@link JdbcPaths}: pgjdbc + HikariCP) the same way.
  */
 public final class JdkHttpServer implements HttpHandler {
     private final Path helloFile;
+    private final JdbcPaths db;
 
-    JdkHttpServer(Path helloFile) {
+    JdkHttpServer(Path helloFile, JdbcPaths db) {
         this.helloFile = helloFile;
+        this.db = db;
     }
 
     public static void main(String[] args) {
         ServerEnv env = ServerEnv.read("java-httpserver");
         SSLContext tls = ServerTls.context(env);   // null: plaintext
+        JdbcPaths db = JdbcPaths.fromEnv(env.name());   // 503 without $DATABASE_URL
         HttpServer server = null;
         try {
             InetSocketAddress address = new InetSocketAddress(env.host(), env.port());
@@ -45,7 +49,7 @@ public final class JdkHttpServer implements HttpHandler {
             env.cannotListen(e.getMessage());   // exits
         }
         server.setExecutor(Executors.newFixedThreadPool(env.workers()));
-        server.createContext("/", new JdkHttpServer(env.helloFile()));   // every path: routed below
+        server.createContext("/", new JdkHttpServer(env.helloFile(), db));   // every path: routed below
         server.start();
         env.listening(env.workers() + " pool threads");
     }
@@ -109,9 +113,24 @@ public final class JdkHttpServer implements HttpHandler {
                 if (!method.equals("POST")) notAllowed(ex, "POST");
                 else echo(ex);
                 return;
+            case "/db", "/queries", "/fortunes", "/updates":
+                database(ex, method, uri.getRawPath(), query);
+                return;
             default:
                 text(ex, 404, "Not Found");
         }
+    }
+
+    /**
+     * A database path: JdbcPaths runs its queries right here, on the executor's pool thread that
+     * runs this exchange, which blocks until PostgreSQL answers (the HttpServer's dispatcher thread
+     * keeps selecting meanwhile).
+     */
+    private void database(HttpExchange ex, String method, String path, String query) throws IOException {
+        JdbcPaths.Answer a = db.answer(method, path, query);
+        ex.getResponseHeaders().set("Server", db.name());
+        if (a.allow() != null) ex.getResponseHeaders().set("Allow", a.allow());
+        send(ex, a.status(), a.type(), a.body());
     }
 
     /** The body, Content-Length or chunked (the HttpServer decodes both), up to 1 MiB. */
