@@ -21,9 +21,9 @@ var helloFile string
 
 func main() {
 	cert, key, useTLS := gocontract.TLSFiles("go-fasthttp") // before the bind: one of the pair alone exits first
+	db = godb.Open("go-fasthttp")                           // pgxpool of at most $DB_POOL connections (lazily connected); before the bind: bad settings exit first
 	ln, env := gocontract.Listen("go-fasthttp")             // settings, GOMAXPROCS from WORKERS, bind (exits on failure)
 	helloFile = env.HelloFile
-	db = godb.Open("go-fasthttp") // pgxpool of at most $DB_POOL connections, opened lazily
 
 	srv := &fasthttp.Server{
 		Handler: handler,

@@ -43,9 +43,9 @@ type request struct {
 
 func main() {
 	certFile, keyFile, useTLS := gocontract.TLSFiles("go-tcp") // before the bind: one of the pair alone exits first
+	db = godb.Open("go-tcp")                                   // pgxpool of at most $DB_POOL connections (lazily connected); before the bind: bad settings exit first
 	ln, env := gocontract.Listen("go-tcp")                     // settings, GOMAXPROCS, bind (exits on failure)
 	helloFile = env.HelloFile
-	db = godb.Open("go-tcp") // pgxpool of at most $DB_POOL connections, opened lazily
 	if useTLS {
 		// TLS the crypto/tls way: the listener hands out *tls.Conn, and the rest of the
 		// row reads and writes them as any net.Conn. crypto/tls's defaults: TLS 1.2
