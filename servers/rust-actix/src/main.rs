@@ -2,6 +2,10 @@
 //! threads, each running its own single-threaded runtime (one event loop per
 //! core); the acceptor hands new connections to the workers. With `$TLS_CERT`
 //! and `$TLS_KEY` it serves them over rustls (actix-web's `rustls-0_23`).
+//! The database paths are in `db` (tokio-postgres through a deadpool-postgres
+//! pool that every worker shares as `web::Data`).
+
+mod db;
 
 use std::path::PathBuf;
 use std::process;
@@ -9,6 +13,7 @@ use std::time::Duration;
 
 use actix_web::http::KeepAlive;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use rust_contract::db::Database;
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 use serde::Serialize;
 
@@ -70,11 +75,16 @@ async fn echo(body: web::Bytes) -> HttpResponse {
 fn main() {
     let Env { host, port, workers, hello_file } = Env::from_env("rust-actix");
     let config = web::Data::new(Config { hello_file });
+    // Created once here and cloned into each worker's App: one pool of at most
+    // $DB_POOL connections for the process (actix-web's documented way to
+    // share a pool: web::Data, an Arc). None without $DATABASE_URL.
+    let db_pool = web::Data::new(Database::from_env("rust-actix").as_ref().map(db::pool));
 
     let result = actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(config.clone())
+                .app_data(db_pool.clone())
                 // The default body limit is 256 KiB; SPEC wants 1 MiB (beyond → 413).
                 .app_data(web::PayloadConfig::new(MAX_BODY))
                 // A resource whose routes do not match the method answers 405.
@@ -84,6 +94,7 @@ fn main() {
                 .service(web::resource("/delay").route(web::get().to(delay)))
                 .service(web::resource("/tenth").route(web::get().to(tenth)))
                 .service(web::resource("/echo").route(web::post().to(echo)))
+                .configure(db::routes)
         })
         .workers(workers)
         .backlog(4096)
