@@ -35,7 +35,8 @@ import kotlinx.serialization.Serializable
 
 // kotlin-ktor: Ktor on its Netty engine (the engine Ktor's project generator picks). Netty event
 // loops accept and parse; calls run as coroutines on Ktor's call group. Group sizes follow Ktor's
-// own defaults with $WORKERS in place of the CPU count; /delay and /tenth suspend with delay().
+// own defaults with $WORKERS in place of the CPU count; /delay and /tenth suspend with delay();
+// the database paths (Database.kt) run their JDBC calls in withContext(Dispatchers.IO).
 
 @Serializable
 data class Message(val message: String)
@@ -53,6 +54,7 @@ fun main() {
     val helloFile = File(env("HELLO_FILE", "../../assets/hello.html"))
     val workers = env("WORKERS", Runtime.getRuntime().availableProcessors().toString()).toInt()
     val tls = tlsKeyStore()   // null: plaintext
+    val database = databaseFromEnv()   // null without $DATABASE_URL; the pool is open before listening
     val server = embeddedServer(Netty, applicationEnvironment(), configure = {
         if (tls == null) {
             connector { this.host = host; this.port = port }
@@ -67,7 +69,7 @@ fun main() {
         connectionGroupSize = workers / 2 + 1
         workerGroupSize = workers / 2 + 1
         callGroupSize = workers
-    }) { module(helloFile) }
+    }) { module(helloFile, database) }
     server.monitor.subscribe(ServerReady) {
         println("kotlin-ktor listening on ${if (tls == null) "http" else "https"}://$host:$port (Netty engine, $workers workers)")
     }
@@ -115,7 +117,7 @@ suspend fun ApplicationCall.tooLarge() {
     respondText("Payload Too Large", status = HttpStatusCode.PayloadTooLarge)
 }
 
-fun Application.module(helloFile: File) {
+fun Application.module(helloFile: File, database: Database?) {
     install(DefaultHeaders)                 // Date (formatted once a second) and Server
     install(ContentNegotiation) { json() }  // kotlinx.serialization
     routing {
@@ -149,5 +151,6 @@ fun Application.module(helloFile: File) {
             if (body.size > MAX_BODY) return@post call.tooLarge()
             call.respondBytes(body, ContentType.Application.OctetStream)
         }
+        databaseRoutes(database)
     }
 }
