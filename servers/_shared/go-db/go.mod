@@ -1,7 +1,7 @@
 module serverbench/godb
 
 // The database endpoints' work (SPEC.md, "Database endpoints") shared by the Go rows
-// whose HTTP stacks differ (go-fasthttp, go-tcp): pgx v5 and its pool, pgxpool.
+// (go-nethttp, go-fasthttp, go-tcp), whose HTTP stacks differ: pgx v5 and its pool, pgxpool.
 // Each row requires this module through a local `replace`; its go.sum pins pgx too.
 // `go 1.25.0` is what pgx v5.12.0 itself requires.
 go 1.25.0
