@@ -6,6 +6,7 @@ import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.AsynchronousServerSocketChannel;
 import java.nio.channels.AsynchronousSocketChannel;
 import java.nio.channels.CompletionHandler;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -15,18 +16,28 @@ import javax.net.ssl.SSLContext;
  * java-async: NIO.2 AsynchronousServerSocketChannel with CompletionHandlers. The
  * channel group is a fixed pool of $WORKERS threads sharing one epoll port (on
  * Linux): whichever thread is free runs the next completion, and no handler ever
- * blocks on the network; /delay and /tenth wait on a timer. With $TLS_CERT/$TLS_KEY
- * each connection runs TLS through a JSSE SSLEngine ({@link TlsTransport}).
+ * blocks on the network; /delay and /tenth wait on a timer, and the database paths
+ * ({@link JdbcDatabase}: pgjdbc + HikariCP, blocking) run on threads of their own. With
+ * $TLS_CERT/$TLS_KEY each connection runs TLS through a JSSE SSLEngine ({@link TlsTransport}).
  */
 public final class AsyncServer {
     public static void main(String[] args) throws Exception {
         ServerEnv env = ServerEnv.read("java-async");
         Routes.helloFile = env.helloFile();
+        JdbcDatabase db = JdbcDatabase.fromEnv(env.name());
+        Routes.rowPaths = db::handle;   // 503 without $DATABASE_URL
         SSLContext tls = ServerTls.context(env);   // null: plaintext
 
         AsynchronousChannelGroup group = AsynchronousChannelGroup.withFixedThreadPool(env.workers(), Executors.defaultThreadFactory());
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "delay-timer");
+            t.setDaemon(true);
+            return t;
+        });
+        // One thread per pool connection: more would only wait in HikariCP's getConnection
+        // (without a database, one thread answers the 503s).
+        Executor database = Executors.newFixedThreadPool(Math.max(1, db.paths().connections()), r -> {
+            Thread t = new Thread(r, "database");
             t.setDaemon(true);
             return t;
         });
@@ -50,7 +61,7 @@ public final class AsyncServer {
                 } catch (IOException ignored) {
                 }
                 Transport io = tls == null ? new Transport.Plain(ch) : new TlsTransport(ch, tls);
-                new Connection(ch, io, timer).start();
+                new Connection(ch, io, timer, database).start();
             }
 
             @Override

@@ -3,14 +3,15 @@ import java.nio.channels.AsynchronousSocketChannel;
 import java.nio.channels.CompletionHandler;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
  * One client connection as a chain of completion handlers: read → parse →
- * answer → write → parse/read again. At most one operation (read, write or
- * timer) is outstanding at a time, so the fields need no locking, and pipelined
- * requests are answered in order.
+ * answer → write → parse/read again. At most one operation (read, write, timer
+ * or database query) is outstanding at a time, so the fields need no locking, and
+ * pipelined requests are answered in order.
  */
 final class Connection {
     private static final int MAX_BATCH = 256 * 1024;   // answered-but-unwritten bytes before we write
@@ -18,15 +19,17 @@ final class Connection {
     private final AsynchronousSocketChannel ch;
     private final Transport io;   // the HTTP bytes: ch itself, or TLS over it
     private final ScheduledExecutorService timer;
+    private final Executor database;   // runs the database paths: JDBC blocks
     private final RequestParser parser = new RequestParser();
     private final List<ByteBuffer> out = new ArrayList<>();
     private int outBytes;
     private Runnable afterWrite;
 
-    Connection(AsynchronousSocketChannel ch, Transport io, ScheduledExecutorService timer) {
+    Connection(AsynchronousSocketChannel ch, Transport io, ScheduledExecutorService timer, Executor database) {
         this.ch = ch;
         this.io = io;
         this.timer = timer;
+        this.database = database;
     }
 
     void start() {
@@ -69,14 +72,18 @@ final class Connection {
                 writeThen(this::read);
                 return;
             }
+            if (JdbcPaths.serves(req.path())) {
+                // JDBC blocks until PostgreSQL answers, and a completion handler should complete
+                // in a timely manner (CompletionHandler's contract): the request goes to a
+                // database thread, which answers it. Earlier pipelined answers go out first.
+                writeThen(() -> database.execute(() -> answerLater(Routes.handle(req))));
+                return;
+            }
             Response resp = Routes.handle(req);
             if (resp.delayMs > 0) {
                 // Natural async wait: a timer, never a sleeping completion thread. Earlier
                 // pipelined answers go out first; the write completion resumes us on the group.
-                writeThen(() -> timer.schedule(() -> {
-                    queue(resp);
-                    writeThen(resp.keepAlive ? this::pump : this::closeAfterAnswer);
-                }, resp.delayMs, TimeUnit.MILLISECONDS));
+                writeThen(() -> timer.schedule(() -> answerLater(resp), resp.delayMs, TimeUnit.MILLISECONDS));
                 return;
             }
             queue(resp);
@@ -89,6 +96,12 @@ final class Connection {
                 return;
             }
         }
+    }
+
+    /** An answer made off the chain (the timer, a database thread): send it, then go on. */
+    private void answerLater(Response resp) {
+        queue(resp);
+        writeThen(resp.keepAlive ? this::pump : this::closeAfterAnswer);
     }
 
     private void queue(Response r) {
