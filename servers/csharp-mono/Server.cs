@@ -203,6 +203,12 @@ static class Server
             Console.Error.WriteLine("csharp-mono: " + tlsError);
             return 1;
         }
+        string dbError = Database.Open(); // $DB_POOL connections, or none without $DATABASE_URL
+        if (dbError != null)
+        {
+            Console.Error.WriteLine("csharp-mono: " + dbError);
+            return 1;
+        }
         TcpListener listener;
         try
         {
@@ -347,6 +353,7 @@ static class Server
                 if (method != "POST") return await Text(conn, 405, "Method Not Allowed", keepAlive, version);
                 return await Respond(conn, 200, "application/octet-stream", body.GetBuffer(), 0, (int)body.Length, keepAlive, version, false);
             case "/": case "/json": case "/file": case "/delay": case "/tenth":
+            case "/db": case "/queries": case "/fortunes": case "/updates":
                 if (!get) return await Text(conn, 405, "Method Not Allowed", keepAlive, version);
                 break;
             default:
@@ -377,6 +384,8 @@ static class Server
                 if (ms > 0) await Task.Delay(ms);
                 return await Respond(conn, 200, "text/plain", Xs, 0, bytes, keepAlive, version, head);
             }
+            case "/db": case "/queries": case "/fortunes": case "/updates":
+                return await DatabasePath(conn, path, query, keepAlive, version, head);
             default: // "/tenth"
             {
                 int ms = IntParam(ParseQuery(query), "ms", MaxDelayMs, 2000);
@@ -387,6 +396,32 @@ static class Server
                 return await Respond(conn, 200, "text/plain", text, 0, text.Length, keepAlive, version, head);
             }
         }
+    }
+
+    // The database paths (Database.cs): 503 without $DATABASE_URL. The queries block this pool
+    // thread; the connection's other requests wait behind them, other connections run on the
+    // pool's other threads.
+    static async Task<bool> DatabasePath(Connection conn, string path, string query, bool keepAlive, string version, bool head)
+    {
+        if (!Database.Configured)
+            return await Text(conn, 503, "no database configured (DATABASE_URL is not set)", keepAlive, version);
+        string type = "application/json";
+        byte[] body;
+        try
+        {
+            switch (path)
+            {
+                case "/db": body = Database.One(); break;
+                case "/queries": body = Database.Many(Database.QueryCount(ParseQuery(query))); break;
+                case "/updates": body = Database.Update(Database.QueryCount(ParseQuery(query))); break;
+                default: body = Database.FortunesPage(); type = "text/html; charset=utf-8"; break;
+            }
+        }
+        catch (System.Data.Odbc.OdbcException e)
+        {
+            return await Text(conn, 500, "database error: " + e.Message.Trim(), keepAlive, version);
+        }
+        return await Respond(conn, 200, type, body, 0, body.Length, keepAlive, version, head, true);
     }
 
     static async Task ReadChunked(Connection conn, MemoryStream body)
@@ -424,18 +459,22 @@ static class Server
             case 405: return "Method Not Allowed";
             case 413: return "Content Too Large";
             case 431: return "Request Header Fields Too Large";
+            case 500: return "Internal Server Error";
+            case 503: return "Service Unavailable";
             case 505: return "HTTP Version Not Supported";
             default: return "Unknown";
         }
     }
 
-    // Status line, headers and body in one write (headers alone first for big bodies).
+    // Status line, headers and body in one write (headers alone first for big bodies). The
+    // database paths name the server (SPEC), the others send no Server header.
     static async Task<bool> Respond(Connection conn, int status, string type, byte[] body, int offset, int length,
-                                    bool keepAlive, string version, bool headOnly)
+                                    bool keepAlive, string version, bool headOnly, bool serverHeader = false)
     {
         var sb = new StringBuilder(160);
         sb.Append("HTTP/1.1 ").Append(status).Append(' ').Append(Reason(status)).Append("\r\n");
         sb.Append("Date: ").Append(HttpDate.Now()).Append("\r\n");
+        if (serverHeader) sb.Append("Server: csharp-mono\r\n");
         sb.Append("Content-Type: ").Append(type).Append("\r\n");
         sb.Append("Content-Length: ").Append(length).Append("\r\n");
         if (!keepAlive) sb.Append("Connection: close\r\n");
