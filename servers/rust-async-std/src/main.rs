@@ -3,9 +3,12 @@
 //! async_std::net::TcpStream. Request heads are parsed with `httparse` by
 //! rust-contract's `Connection`, which holds a connection's HTTP state
 //! without its socket; this row does the I/O, waiting and file reading the
-//! async-std way. With `$TLS_CERT` and `$TLS_KEY` the same connections are
-//! served over rustls through futures-rustls (rustls' crate for futures-io
-//! runtimes such as async-std).
+//! async-std way. The database paths are in `db` (sqlx's PgPool on its
+//! async-std runtime). With `$TLS_CERT` and `$TLS_KEY` the same connections
+//! are served over rustls through futures-rustls (rustls' crate for
+//! futures-io runtimes such as async-std).
+
+mod db;
 
 use std::future::poll_fn;
 use std::net::Shutdown;
@@ -19,6 +22,7 @@ use async_std::net::{TcpListener, TcpStream};
 use async_std::prelude::*;
 use async_std::task;
 use futures_rustls::TlsAcceptor;
+use rust_contract::db::{Database, DbQuery};
 use rust_contract::http::Response;
 use rust_contract::request::{Connection, Drain, Event, Request, LINGER, READ_CHUNK};
 use rust_contract::route::{self, Action};
@@ -26,7 +30,20 @@ use rust_contract::Env;
 
 // ---------------------------------------------------------------- handlers
 
-async fn answer(req: Request, hello_file: &Path) -> Response {
+/// What every connection task shares: the file of `/file` and the database pool.
+struct Ctx {
+    hello_file: Box<Path>,
+    /// None without `$DATABASE_URL`.
+    pool: Option<sqlx::PgPool>,
+}
+
+async fn answer(req: Request, ctx: &Ctx) -> Response {
+    match DbQuery::route(&req.method, &req.target) {
+        Some(Ok(query)) => return db::answer(query, ctx.pool.as_ref()).await.with_server("rust-async-std"),
+        Some(Err(wrong_method)) => return wrong_method.with_server("rust-async-std"),
+        None => {}
+    }
+    let hello_file = &*ctx.hello_file;
     match route::action(&req.method, &req.target, req.body) {
         Action::Respond(resp) => resp,
         // async-std runs the read on its blocking thread pool.
@@ -37,9 +54,9 @@ async fn answer(req: Request, hello_file: &Path) -> Response {
 
 // ---------------------------------------------------------------- connection
 
-async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
+async fn serve(mut stream: TcpStream, ctx: Arc<Ctx>) {
     let _ = stream.set_nodelay(true);
-    if http(&mut stream, &hello_file).await {
+    if http(&mut stream, &ctx).await {
         let _ = stream.shutdown(Shutdown::Write);
         linger(&mut stream).await;
     }
@@ -47,10 +64,10 @@ async fn serve(mut stream: TcpStream, hello_file: Arc<Path>) {
 
 /// The same connection over TLS: futures-rustls' handshake, then the same
 /// HTTP. A failed handshake (say a TLS 1.1 client, refused by rustls) just ends it.
-async fn serve_tls(acceptor: TlsAcceptor, stream: TcpStream, hello_file: Arc<Path>) {
+async fn serve_tls(acceptor: TlsAcceptor, stream: TcpStream, ctx: Arc<Ctx>) {
     let _ = stream.set_nodelay(true);
     let Ok(mut stream) = acceptor.accept(stream).await else { return };
-    if http(&mut stream, &hello_file).await {
+    if http(&mut stream, &ctx).await {
         // futures-rustls' close sends close_notify; async-std's TcpStream only
         // flushes on close, so the TCP half-close is asked for as in `serve`.
         let _ = poll_fn(|cx| Pin::new(&mut stream).poll_close(cx)).await;
@@ -61,7 +78,7 @@ async fn serve_tls(acceptor: TlsAcceptor, stream: TcpStream, hello_file: Arc<Pat
 
 /// HTTP/1.1 over a plain or a TLS stream until the client leaves (false) or
 /// the connection is to be closed after the last response (true).
-async fn http<S: Read + Write + Unpin>(stream: &mut S, hello_file: &Path) -> bool {
+async fn http<S: Read + Write + Unpin>(stream: &mut S, ctx: &Ctx) -> bool {
     let mut conn = Connection::default();
     loop {
         match conn.next_event() {
@@ -80,7 +97,7 @@ async fn http<S: Read + Write + Unpin>(stream: &mut S, hello_file: &Path) -> boo
                 Ok(()) => conn.written(),
                 Err(_) => return false,
             },
-            Event::Request(req) => conn.respond(answer(req, hello_file).await),
+            Event::Request(req) => conn.respond(answer(req, ctx).await),
             Event::Close => return true,
         }
     }
@@ -101,7 +118,10 @@ fn main() {
     // async-std sizes its executor from this variable when its runtime first
     // starts (the first task below); set while the process is still single-threaded.
     std::env::set_var("ASYNC_STD_THREAD_COUNT", env.workers.to_string());
-    let hello_file: Arc<Path> = Arc::from(env.hello_file.as_path());
+    let ctx = Arc::new(Ctx {
+        hello_file: env.hello_file.clone().into_boxed_path(),
+        pool: Database::from_env("rust-async-std").as_ref().map(db::pool),
+    });
 
     // SPEC's TLS: with $TLS_CERT/$TLS_KEY, every connection is served over rustls instead.
     let tls = rust_contract::tls::server_config("rust-async-std").map(|config| TlsAcceptor::from(Arc::new(config)));
@@ -116,10 +136,10 @@ fn main() {
         while let Some(accepted) = incoming.next().await {
             match accepted {
                 Ok(stream) => {
-                    let hello_file = Arc::clone(&hello_file);
+                    let ctx = Arc::clone(&ctx);
                     match &tls {
-                        None => task::spawn(serve(stream, hello_file)),
-                        Some(acceptor) => task::spawn(serve_tls(acceptor.clone(), stream, hello_file)),
+                        None => task::spawn(serve(stream, ctx)),
+                        Some(acceptor) => task::spawn(serve_tls(acceptor.clone(), stream, ctx)),
                     };
                 }
                 Err(e) => {
