@@ -2,7 +2,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.sql.Connection;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -13,6 +15,7 @@ import org.rapidoid.env.Env;
 import org.rapidoid.http.AbstractHttpServer;
 import org.rapidoid.http.HttpStatus;
 import org.rapidoid.http.MediaType;
+import org.rapidoid.jdbc.JdbcClient;
 import org.rapidoid.net.ServerBuilder;
 import org.rapidoid.net.TCP;
 import org.rapidoid.net.abstracts.Channel;
@@ -23,20 +26,29 @@ import org.rapidoid.net.impl.RapidoidHelper;
  * TechEmpower ran): $WORKERS NIO event loops, each connection on one; Rapidoid
  * parses the request and keeps the connection alive, this class routes and writes
  * the answer with Rapidoid's response helpers (which add Server and a cached Date).
- * /delay and /tenth answer later from a timer thread (HttpStatus.ASYNC + resume).
+ * /delay and /tenth answer later from a timer thread (HttpStatus.ASYNC + resume);
+ * the database paths likewise, from Rapidoid's JDBC workers (Database).
  */
 public final class RapidoidServer extends AbstractHttpServer {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final MediaType TEXT = MediaType.TEXT_PLAIN;
+    private static final Set<String> DB_PATHS = Set.of("/db", "/queries", "/fortunes", "/updates");
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "delay-timer");
         t.setDaemon(true);
         return t;
     });
     private final ServerEnv env;
+    private final JdbcClient jdbc;   // null without $DATABASE_URL: the database paths answer 503
 
-    private RapidoidServer(ServerEnv env) {
+    private RapidoidServer(ServerEnv env, JdbcClient jdbc) {
         this.env = env;
+        this.jdbc = jdbc;
+    }
+
+    /** The work of a database path on a JDBC worker's connection: the response body. */
+    private interface Query {
+        byte[] run(Connection c) throws Exception;
     }
 
     public static void main(String[] args) {
@@ -45,8 +57,9 @@ public final class RapidoidServer extends AbstractHttpServer {
         Env.setArgs(args);
         ServerEnv env = ServerEnv.read("java-rapidoid");
         SSLContext tls = ServerTls.context(env);   // null: plaintext
+        JdbcClient jdbc = Database.fromEnv("java-rapidoid");   // opens the pool before listening
         try {
-            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env)).address(env.host()).port(env.port())
+            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env, jdbc)).address(env.host()).port(env.port())
                     .workers(env.workers());
             if (tls != null) server.tls(true).tlsContext(tls);   // Rapidoid's own TLS layer (RapidoidTLS, an SSLEngine per connection)
             server.build().start();
@@ -63,6 +76,10 @@ public final class RapidoidServer extends AbstractHttpServer {
         String verb = req.verb.str(buf);
         if (path.equals("/echo")) {
             return verb.equals("POST") ? echo(ctx, buf, req, keepAlive) : text(ctx, 405, keepAlive, "Method Not Allowed");
+        }
+        if (DB_PATHS.contains(path)) {
+            return req.isGet.value ? database(ctx, keepAlive, path, req.query.str(buf))
+                    : text(ctx, 405, keepAlive, "Method Not Allowed");
         }
         if (!path.equals("/") && !path.equals("/json") && !path.equals("/file")
                 && !path.equals("/delay") && !path.equals("/tenth")) {
@@ -123,6 +140,45 @@ public final class RapidoidServer extends AbstractHttpServer {
             ctx.send();
             return true;
         }), ms, TimeUnit.MILLISECONDS);
+        return HttpStatus.ASYNC;
+    }
+
+    private HttpStatus database(Channel ctx, boolean keepAlive, String path, String query) {
+        if (jdbc == null) return text(ctx, 503, keepAlive, "Service Unavailable");
+        switch (path) {
+            case "/db":
+                return later(ctx, keepAlive, MediaType.JSON, c -> serialize(Database.db(c)));
+            case "/queries":
+                return later(ctx, keepAlive, MediaType.JSON, c -> serialize(Database.queries(c, Database.count(query))));
+            case "/updates":
+                return later(ctx, keepAlive, MediaType.JSON, c -> serialize(Database.updates(c, Database.count(query))));
+            default: // "/fortunes"
+                return later(ctx, keepAlive, MediaType.HTML_UTF_8, Database::fortunes);
+        }
+    }
+
+    /**
+     * Runs query on one of Rapidoid's JDBC workers (JdbcClient.execute, with the pooled connection
+     * that worker holds) and answers from there, as /delay does from its timer: the I/O worker goes
+     * on meanwhile. A failed query answers 500 and is thrown on, so the worker drops its connection.
+     */
+    private HttpStatus later(Channel ctx, boolean keepAlive, MediaType type, Query query) {
+        long connId = ctx.connId();
+        long handle = ctx.async();
+        jdbc.execute(c -> {
+            byte[] body = null;
+            try {
+                body = query.run(c);
+            } finally {
+                byte[] answer = body;
+                ctx.resume(connId, handle, () -> {
+                    if (answer == null) text(ctx, 500, keepAlive, "Internal Server Error");
+                    else ok(ctx, keepAlive, answer, type);
+                    ctx.send();
+                    return true;
+                });
+            }
+        });
         return HttpStatus.ASYNC;
     }
 
