@@ -253,6 +253,24 @@ class SoakFigures(FigureGroup):
     second_p99_spread_us: float | None = Field(None, description="p90 − p10 of the per-second p99s")
 
 
+class OutageFigures(FigureGroup):
+    """The db-outage workload (overtime/outage.py): what the harness did to the database, what the row did."""
+
+    outage_shape: str | None = Field(None, description="restart | freeze")
+    outage_start_s: float | None = Field(None, description="the database went away, s after the measurement began")
+    outage_end_s: float | None = Field(None, description="it was back: accepting connections again, or SIGCONT")
+    outage_verdict: str | None = Field(None, description="recovers | recovers slowly | stays broken | crashes")
+    outage_during: str | None = Field(None, description="rides through | fails fast | hangs")
+    outage_reason: str | None = Field(None, description="the figures behind both")
+    rate_before_ok_rps: float | None = Field(None, description="successful responses/s before the outage")
+    recovered_after_s: float | None = Field(None, description="from the database back to the first second at "
+                                                              "95 % of that rate (None: never)")
+    failed_after_outage: int | None = Field(None, description="requests that failed from the outage on")
+    worst_p99_during_us: float | None = Field(None, description="the worst 1-s p99 from the outage to recovery")
+    acknowledged_writes: int | None = Field(None, description="/updates rows a 200 acknowledged (the harness's sample)")
+    lost_writes: int | None = Field(None, description="of those, rows the table did not hold afterwards")
+
+
 class Setup(FigureGroup):
     """How the cell was run: the server's workers and CPUs, the calibrated rate, the plan."""
 
@@ -388,6 +406,7 @@ class CellMetrics(Flat):
     memory: MemoryLimit = Field(default_factory=MemoryLimit)
     overload: OverloadFigures = Field(default_factory=OverloadFigures)
     soak: SoakFigures = Field(default_factory=SoakFigures)
+    outage: OutageFigures = Field(default_factory=OutageFigures)
     setup: Setup = Field(default_factory=Setup)
     warmup: WarmupFigures = Field(default_factory=WarmupFigures)
     noisy: NoiseFigures = Field(default_factory=NoiseFigures)

@@ -54,7 +54,7 @@ def test_repo_workloads_are_valid_and_quick_set_is_small() -> None:
         if w.includes:
             continue
         # behaviour over time, and noise beside a quiet twin, need time: run only when asked (-w)
-        if w.kind in ("overload", "soak", "noisy"):
+        if w.kind in ("overload", "soak", "noisy", "db-outage"):
             assert w.size(False).planned_seconds() <= 75, w.name
         else:
             assert w.size(False).planned_seconds() <= 15, w.name  # ~10 s per server
@@ -148,5 +148,5 @@ def test_one_table_names_every_kind_a_workload_may_declare() -> None:
     from serverbench.catalog import kinds
     assert get_args(kinds.Kind) == tuple(kinds.KINDS)
     assert set(kinds.RANKED_BY) == set(kinds.KINDS) | {"efficiency"}  # efficiency: the fixed-rate step's points
-    assert kinds.OVER_TIME == ("overload", "soak")
+    assert kinds.OVER_TIME == ("overload", "soak", "db-outage")
     assert set(kinds.P99_KINDS) == {"fixed-load", "noisy", "soak"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy"]
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy", "db-outage"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,8 @@ class KindRules:
     by_p99: bool = False
     # a closed load whose top rows can be limited by the load generator: a client-bound block can form
     client_bound: bool = False
+    # each point a fresh server start (what one point did to the row must not carry into the next)
+    start_per_point: bool = False
 
 
 KINDS: dict[str, KindRules] = {
@@ -34,6 +36,7 @@ KINDS: dict[str, KindRules] = {
     "soak": KindRules(over_time=True, by_p99=True),
     "cores": KindRules(client_bound=True),
     "noisy": KindRules(fixed_demand=True, by_p99=True),
+    "db-outage": KindRules(over_time=True, start_per_point=True),
 }
 
 
@@ -41,7 +44,7 @@ def _having(rule: str) -> tuple[str, ...]:
     return tuple(name for name, rules in KINDS.items() if getattr(rules, rule))
 
 
-OVER_TIME = _having("over_time")  # ("overload", "soak")
+OVER_TIME = _having("over_time")  # ("overload", "soak", "db-outage")
 FIXED_DEMAND = _having("fixed_demand")  # ("fixed-load", "noisy")
 P99_KINDS = _having("by_p99")  # ("fixed-load", "soak", "noisy")
 CLIENT_BOUND_KINDS = _having("client_bound")  # ("throughput", "sweep", "cores")
@@ -73,6 +76,11 @@ RANKED_BY: dict[str, tuple[str, str]] = {
               "server did not share a CPU with the load generator is the most of the machine a row could use "
               "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
               "table ranks by requests/s at that count"),
+    "db-outage": ("the verdict (recovers, recovers slowly, stays broken, crashes), then the seconds from the "
+                  "database being back to the rate before the outage, then the requests that failed",
+                  "the same fixed rate for every row on /db while the harness restarts or freezes PostgreSQL: "
+                  "what tells rows apart is not speed but whether and how fast their driver and pool come back, "
+                  "and whether they answer errors at once or leave requests hanging meanwhile"),
     # not a workload's kind: the fixed-rate step that orders a throughput point's client-bound block or
     # top tie (run/fixed_rate.py) stores its cells as a point of this kind beside the point it orders
     "efficiency": ("server CPU per successful request at one common fixed rate, p99 beside it",

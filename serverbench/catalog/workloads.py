@@ -97,13 +97,21 @@ class Point(BaseModel):
     noise_path: str | None = None  # slow-reader: what it requests
     noise_lead: str | None = None  # the noise starts this long before the legitimate load
     twin: str | None = None  # a noise point's quiet twin: the label of the same load without noise
+    # kind db-outage: what the harness does to the run's PostgreSQL during this point's measured load
+    # (run/outage_run.py): "restart" (a fast shutdown, then started again: connections reset) or
+    # "freeze" (SIGSTOP of every process for outage_for, then SIGCONT: connections stay, nothing answers),
+    # outage_at after the measurement starts
+    outage: Literal["restart", "freeze"] | None = None
+    outage_at: str | None = None
+    outage_for: str | None = None
     # the `tls` feature (SPEC.md, "TLS"): the server started with the run's certificate of this key type
     # serves TLS instead of plaintext; loadgen speaks https:// and verifies it against the run's CA
     # (--tls-ca, run/tls_run.py). None: plaintext, as every other point
     tls: Literal["rsa", "ecdsa"] | None = None
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
-                     "calibration", "step_duration", "p99_limit", "noise_interval", "noise_lead")
+                     "calibration", "step_duration", "p99_limit", "noise_interval", "noise_lead", "outage_at",
+                     "outage_for")
     @classmethod
     def _check_duration(cls, v: str | None) -> str | None:
         if v is not None:
@@ -177,7 +185,23 @@ class Point(BaseModel):
             raise ValueError("noise_connections must be >= 1")
         if self.tls is not None and self.noise is not None:
             raise ValueError("noise speaks plain HTTP: a point with noise has no tls")
+        self._check_outage()
         return self
+
+    def _check_outage(self) -> None:
+        if self.outage is None:
+            if self.outage_at is not None or self.outage_for is not None:
+                raise ValueError('outage_at and outage_for belong to a point with outage = "restart" or "freeze"')
+            return
+        if self.mode != "open" or self.duration is None or isinstance(self.rate, str):
+            raise ValueError("an outage point is open load at a fixed rate (a number) for a duration")
+        if self.outage_at is None:
+            raise ValueError("an outage point says when the database goes away: outage_at = \"5s\"")
+        if (self.outage_for is None) != (self.outage == "restart"):
+            raise ValueError('outage_for is how long a "freeze" lasts (a restart takes what it takes): give it '
+                             'with outage = "freeze" only')
+        if parse_duration(self.outage_at) + parse_duration(self.outage_for or "0s") >= parse_duration(self.duration):
+            raise ValueError("the outage must end inside the point's duration (outage_at + outage_for < duration)")
 
     @property
     def rate_fraction(self) -> float | None:
@@ -303,6 +327,9 @@ class Workload(BaseModel):
             _check_twins(self.full.points)
         elif any(p.noise for p in self.quick.points + self.full.points):
             raise ValueError("noise belongs to kind = \"noisy\" workloads (ranked against their quiet twins)")
+        outages = [p.outage is not None for p in self.quick.points + self.full.points] if self.quick and self.full else []
+        if outages and (any(outages) or self.kind == "db-outage") and not (all(outages) and self.kind == "db-outage"):
+            raise ValueError('kind = "db-outage" workloads give every point an outage, and only they do')
         if not self.includes:
             self._check_features()
         return self

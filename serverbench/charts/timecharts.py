@@ -36,7 +36,9 @@ def cell_view(g: Group) -> dict[str, Any]:
             "server": timeline.server_seconds(rep.usage, m.over_time.series_offset_s),
             "demand_label": timeline.demand_label(rep.loadgen), "died": m.over_time.server_died_at_s,
             "limit_mib": m.memory.memory_limit_bytes / 2**20 if m.memory.memory_limit_bytes else None,
-            "repetition": rep.repetition}
+            "repetition": rep.repetition,
+            "outage": (m.outage.outage_start_s, m.outage.outage_end_s) if m.outage.outage_start_s is not None
+            and m.outage.outage_end_s is not None else None}
 
 
 def _label(g: Group, view: dict[str, Any]) -> str:
@@ -50,6 +52,8 @@ def _label(g: Group, view: dict[str, Any]) -> str:
         parts.append(f"worst 1-s p99 {f.over_time.worst_second_p99_us / 1000:,.3g} ms")
     if view.get("died") is not None:
         parts.append(f"died at {view['died']:.1f} s")
+    if f.over_time.recovered_after_s is not None:
+        parts.append(f"back {f.over_time.recovered_after_s:.1f} s after the database")
     if g.figures.standing.reps_ok > 1:
         parts.append(f"(repetition {view.get('repetition')})")
     return " · ".join(parts)
@@ -96,6 +100,10 @@ def over_time_chart(pt: PointData, title: str) -> go.Figure:
         # a limit far above every row's RSS would flatten the column; the memory note states it
         if v.get("limit_mib") and max((s.rss_bytes for s in srv), default=0) / 2**20 >= LIMIT_SHOWN * v["limit_mib"]:
             line(6, [0, max(ts or [1])], [v["limit_mib"]] * 2, "memory limit", legend=True, dash="dash", color=DIED)
+        if v.get("outage") is not None:  # the database away: a grey band across the row
+            for c in range(1, len(COLUMNS) + 1):
+                fig.add_vrect(x0=v["outage"][0], x1=v["outage"][1], fillcolor=GREY, opacity=0.25, line_width=0,
+                              row=r, col=c)
         if v.get("died") is not None:
             for c in range(1, len(COLUMNS) + 1):
                 fig.add_vline(x=v["died"], line={"color": DIED, "width": 1.5, "dash": "dash"}, row=r, col=c)
@@ -112,4 +120,30 @@ def over_time_chart(pt: PointData, title: str) -> go.Figure:
     return fig
 
 
-__all__ = ["over_time_chart", "cell_view", "COLUMNS"]
+def outage_chart(pt: PointData, title: str) -> go.Figure:
+    """Every row's successful responses/s on one time axis (the outage workload), the database's
+    absence shaded from the representative cells' times."""
+    fig = go.Figure()
+    spans = []
+    for g in pt.measured:
+        v = cell_view(g)
+        if not v["load"]:
+            continue
+        fig.add_scatter(x=[s.t for s in v["load"]], y=[s.ok for s in v["load"]], mode="lines", name=g.server,
+                        line={"width": 1.6, "color": model_color(g.model)},
+                        hovertemplate=f"{g.server} t=%{{x}} s: %{{y:,}} successful/s<extra></extra>")
+        if v.get("outage") is not None:
+            spans.append(v["outage"])
+    if spans:
+        start, end = min(a for a, _ in spans), max(b for _, b in spans)
+        fig.add_vrect(x0=start, x1=end, fillcolor=GREY, opacity=0.25, line_width=0,
+                      annotation_text="database away", annotation_position="top left")
+    fig.update_xaxes(title_text="time (s)")
+    fig.update_yaxes(title_text="successful responses/s", rangemode="tozero")
+    fig.update_layout(template="plotly_white", height=460, title={"text": title, "x": 0, "font": {"size": 15}},
+                      margin={"l": 60, "r": 20, "t": 70, "b": 60}, font={"family": FONT, "size": 11},
+                      hovermode="closest")
+    return fig
+
+
+__all__ = ["over_time_chart", "outage_chart", "cell_view", "COLUMNS"]

@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -94,6 +95,25 @@ class ManagedPostgres:
         folder is reachable by its owner and root only)."""
         return {"host": str(self.folder), "port": self.port, "user": PG_USER, "dbname": dbname,
                 "connect_timeout": schema.CONNECT_TIMEOUT_S}
+
+    def restart(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """A fast shutdown (every client's connection reset), then the same cluster started again on its
+        port, ready when this returns (the db-outage workload). Call it from the thread that started the
+        cluster: the new postmaster dies with the thread that starts it (module docstring)."""
+        _terminate(self.process)
+        self.process = _spawn(self.bindir, self.folder, self.port, _run_as()[0], self.cpus)
+        if not _wait_ready(self, timeout_s):
+            raise DatabaseError(f"PostgreSQL did not start again after its restart: {log_tail(self.log)}")
+
+    def freeze(self, seconds: float) -> subprocess.Popen[str]:
+        """Every process of the cluster stopped for `seconds`, then continued, by a process of its own
+        (freeze.py) that continues them at once if the harness dies; it prints `frozen`, then `thawed`.
+        Call it from a thread that outlives the freeze (the main thread): its SIGTERM comes with that
+        thread's end."""
+        me = os.getpid()
+        return subprocess.Popen([sys.executable, "-m", "serverbench.database.freeze", f"{seconds:g}", str(self.pid)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=lambda: supervisor.die_with_parent(me, signal.SIGTERM))
 
     def stop(self) -> None:
         """Stop the postmaster by PID (and any child left), then remove the folder; idempotent."""

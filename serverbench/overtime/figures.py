@@ -1,5 +1,5 @@
-"""A group's behaviour over time across its repetitions: the overload verdict they all gave, or split
-with how many gave each (overload.combine, rules/agreement.py), the
+"""A group's behaviour over time across its repetitions: the overload or outage verdict they all gave, or
+split with how many gave each (overload.combine, outage.combine, rules/agreement.py), the
 per-cell over-time figures as medians, crashes and a shared server CPU as warnings.
 aggregate.Group calls it; every output reads the result through GroupFigures, none recomputes.
 """
@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from . import overload
+from . import outage, overload
 from ..model import CellMetrics, CellRecord, FigureGroup
 from ..rules.agreement import Agreement
 
@@ -31,6 +31,18 @@ class GroupOverTime(FigureGroup):
     server_died_at_s: float | None = None
     memory_limit_method: str | None = None
     others_cpu_percent: float | None = None
+    # the db-outage workload (outage.py): the during-the-outage verdict the same way, medians, and the
+    # acknowledged writes of every repetition together
+    during: str | None = None
+    during_counts: str | None = None
+    rate_before_ok_rps: float | None = None
+    recovered_after_s: float | None = None
+    failed_after_outage: float | None = None
+    worst_p99_during_us: float | None = None
+    outage_start_s: float | None = None
+    outage_end_s: float | None = None
+    acknowledged_writes: int | None = None
+    lost_writes: int | None = None
 
 
 # GroupOverTime's figures that are the median over repetitions of the CellMetrics figure of the same name
@@ -41,7 +53,11 @@ MEDIANS: dict[str, Callable[[CellMetrics], Any]] = {
     "worst_second_p99_us": lambda m: m.soak.worst_second_p99_us,
     "median_second_p99_us": lambda m: m.soak.median_second_p99_us,
     "second_p99_spread_us": lambda m: m.soak.second_p99_spread_us,
-    "others_cpu_percent": lambda m: m.over_time.others_cpu_percent}
+    "others_cpu_percent": lambda m: m.over_time.others_cpu_percent,
+    "rate_before_ok_rps": lambda m: m.outage.rate_before_ok_rps, "recovered_after_s": lambda m: m.outage.recovered_after_s,
+    "failed_after_outage": lambda m: m.outage.failed_after_outage,
+    "worst_p99_during_us": lambda m: m.outage.worst_p99_during_us,
+    "outage_start_s": lambda m: m.outage.outage_start_s, "outage_end_s": lambda m: m.outage.outage_end_s}
 # Other processes using more than this share of the server's CPUs (mean over the run) make its
 # figures those of a server that did not have its CPU to itself.
 SHARED_CPU_PERCENT = 20.0
@@ -52,30 +68,52 @@ def _median(cells: list[CellRecord], pick: Callable[[CellMetrics], Any]) -> floa
     return statistics.median(vs) if vs else None
 
 
+def _verdict(m: CellMetrics) -> tuple[str | None, str | None]:
+    """A cell's over-time verdict and its reason: the overload workload's, or the outage's."""
+    if m.overload.overload_verdict:
+        return m.overload.overload_verdict, m.overload.overload_reason
+    return m.outage.outage_verdict, m.outage.outage_reason
+
+
 def _reason(cells: list[CellRecord], agreement: Agreement) -> str | None:
     """The figures behind the group's verdict: a repetition's that gave it, or, split, each repetition's."""
-    judged = [c for c in cells if c.metrics.overload.overload_verdict]
+    judged = [c for c in cells if _verdict(c.metrics)[0]]
     if not agreement.split:
-        return next((c.metrics.overload.overload_reason for c in judged), None)
-    return "; ".join(f"repetition {c.repetition}: {c.metrics.overload.overload_verdict} — "
-                     f"{c.metrics.overload.overload_reason or 'no reason stored'}"
+        return next((_verdict(c.metrics)[1] for c in judged), None)
+    return "; ".join(f"repetition {c.repetition}: {_verdict(c.metrics)[0]} — {_verdict(c.metrics)[1] or 'no reason stored'}"
                      for c in sorted(judged, key=lambda c: c.repetition))
+
+
+def _sum(cells: list[CellRecord], pick: Callable[[CellMetrics], int | None]) -> int | None:
+    vs = [v for c in cells if (v := pick(c.metrics)) is not None]
+    return sum(vs) if vs else None
 
 
 def figures(cells: list[CellRecord]) -> GroupOverTime:
     """The over-time figures of a group's measured cells."""
-    agreement = overload.combine([c.metrics.overload.overload_verdict for c in cells])
+    outages = [c.metrics.outage.outage_verdict for c in cells]
+    agreement = (outage.combine(outages) if any(outages) else
+                 overload.combine([c.metrics.overload.overload_verdict for c in cells]))
+    during = outage.combine_during([c.metrics.outage.outage_during for c in cells])
     verdict, reason = agreement.verdict, _reason(cells, agreement)
     died = [c.metrics.over_time.server_died_at_s for c in cells if c.metrics.over_time.server_died_at_s is not None]
     methods = sorted({c.metrics.memory.memory_limit_method for c in cells if c.metrics.memory.memory_limit_method})
     return GroupOverTime(verdict=verdict, verdict_counts=agreement.text(), verdict_reason=reason,
                          **{k: _median(cells, pick) for k, pick in MEDIANS.items()},
-                         server_died_at_s=min(died) if died else None, memory_limit_method=", ".join(methods) or None)
+                         server_died_at_s=min(died) if died else None, memory_limit_method=", ".join(methods) or None,
+                         during=during.verdict, during_counts=during.text(),
+                         acknowledged_writes=_sum(cells, lambda m: m.outage.acknowledged_writes),
+                         lost_writes=_sum(cells, lambda m: m.outage.lost_writes))
 
 
 def verdict_text(t: GroupOverTime) -> str | None:
     """The verdict as a reader sees it: "split (sheds 2 of 3, slows 1)" where the repetitions differ."""
     return f"{t.verdict} ({t.verdict_counts})" if t.verdict == overload.SPLIT else t.verdict
+
+
+def during_text(t: GroupOverTime) -> str | None:
+    """The during-the-outage verdict the same way."""
+    return f"{t.during} ({t.during_counts})" if t.during == overload.SPLIT else t.during
 
 
 def warnings(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
@@ -107,4 +145,4 @@ def crash_warnings(cells: list[CellRecord]) -> list[str]:
     return out
 
 
-__all__ = ["GroupOverTime", "figures", "verdict_text", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]
+__all__ = ["GroupOverTime", "figures", "verdict_text", "during_text", "warnings", "crash_warnings", "MEDIANS", "SHARED_CPU_PERCENT"]

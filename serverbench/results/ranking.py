@@ -13,7 +13,10 @@
 - overload: peak successful responses/s (the verdict is shown beside it, not ranked: Stressgrid
   ranked by peak, and a row that crashed past its peak still reached it);
 - soak: rates held before rates not held, clean before degraded, then the worst one-second p99,
-  then the spread of the per-second p99s.
+  then the spread of the per-second p99s;
+- db-outage: the outage verdict (recovers, recovers slowly, stays broken, crashes; the repetitions'
+  median), then the seconds to recover, then the requests that failed; tied: the same verdict and
+  recovery times within noise (or none recovered).
 Rows measured before their rate was steady (warmup.py, `not steady`) rank after the steady ones.
 A leader is named only when no other row is within the repetitions' noise of it (stats.judge: the
 medians' intervals overlap, or the difference is under max(2 × CV, 5 %)); otherwise the verdict
@@ -80,6 +83,9 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
                 g.latency["p99"] if g.latency["p99"] is not None else INF, 0.0, g.server)
     if kind == "capacity" or kind == "overload":
         return (0, 0, -t.median, 0.0, 0.0, g.server)
+    if kind == OUTAGE:
+        rec, failed = g.stat(_recovered), g.stat(lambda m: m.outage.failed_after_outage)
+        return (_severity(g), 0, rec.median if rec else INF, failed.median if failed else INF, 0.0, g.server)
     if kind == "soak":
         worst, spread = g.stat(lambda m: m.soak.worst_second_p99_us), g.stat(lambda m: m.soak.second_p99_spread_us)
         return (g.held is False, g.degraded, worst.median if worst else INF, spread.median if spread else INF,
@@ -88,6 +94,19 @@ def _measured_key(g: Group, t: Stats, kind: str) -> tuple:
 
 
 EFFICIENCY = "efficiency"
+OUTAGE = "db-outage"
+# the outage verdicts, best first (overtime/outage.py's SEVERITY reversed): a row's place is its median
+# repetition's, then the seconds to recover
+_OUTAGE_ORDER = {"recovers": 0, "recovers slowly": 1, "stays broken": 2, "crashes": 3}
+
+
+def _recovered(m: Any) -> float | None:
+    return m.outage.recovered_after_s
+
+
+def _severity(g: Group) -> float:
+    s = g.stat(lambda m: _OUTAGE_ORDER.get(m.outage.outage_verdict or "", None))
+    return s.median if s is not None else INF
 
 
 def client_block(groups: list[Group], kind: str) -> list[Group]:
@@ -182,6 +201,15 @@ def _lower_is_better(kind: str) -> bool:
 
 def tied(first: Group, other: Group, kind: str) -> bool:
     """Whether `other` is within the repetitions' noise of `first` (same held/degraded/steady class)."""
+    if kind == OUTAGE:  # the same verdict, and recovery times within noise (or neither recovered)
+        if _severity(first) != _severity(other):
+            return False
+        ra, rb = other.stat(_recovered), first.stat(_recovered)
+        if ra is None or rb is None:
+            return ra is None and rb is None
+        if min(ra.n, rb.n) < 2:
+            return False
+        return judge(ra, rb, higher_is_better=False)[2] not in (IMPROVEMENT, REGRESSION)
     if (first.held, first.degraded, first.not_steady, first.unfair) != \
             (other.held, other.degraded, other.not_steady, other.unfair) and kind != "overload":
         return False
@@ -220,6 +248,8 @@ def glance(groups: list[Group], kind: str, efficiency: list[Group] | None = None
     first = measured[0]
     if len(measured) == 1:
         return Glance(metric, why, first, f"{first.server} is the only row measured", False)
+    if kind == OUTAGE:
+        return _outage_glance(measured, metric, why)
     block = client_block(measured, kind)
     top = unordered_top(measured, kind)
     if block and first in block:
@@ -255,6 +285,19 @@ def glance(groups: list[Group], kind: str, efficiency: list[Group] | None = None
     if ordered is None:
         return Glance(metric, why, first, tie, False)
     return Glance(metric, why, first, f"{tie}; {ordered[0]}", ordered[1])
+
+
+def _outage_glance(measured: list[Group], metric: str, why: str) -> Glance:
+    """The rows by their outage verdict, best first ("recovers: a (0.3 s), b (1.1 s); stays broken: c");
+    decided when the first row is not tied with the second."""
+    names = {v: k for k, v in _OUTAGE_ORDER.items()}
+    parts: dict[str, list[str]] = {}
+    for g in measured:
+        rec = g.stat(_recovered)
+        label = names.get(_severity(g), "split between repetitions")
+        parts.setdefault(label, []).append(g.server + (f" ({rec.median:.1f} s)" if rec is not None else ""))
+    text = "; ".join(f"{label}: {', '.join(rows)}" for label, rows in parts.items())
+    return Glance(metric, why, measured[0], text, not tied(measured[0], measured[1], OUTAGE))
 
 
 def _class_split(first: Group, second: Group, kind: str) -> str | None:

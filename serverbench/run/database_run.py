@@ -95,6 +95,16 @@ class RunDatabase:
                        db_cpu_us_per_req=per_request_us(user + sys_, ok))
         return out
 
+    def add_figures(self, metrics: dict[str, Any], usage: dict[str, Any] | None, m: Manifest, workers: int,
+                    client_cores: int) -> None:
+        """The database's figures for a cell into `metrics`, and the client's headroom with its CPU counted."""
+        figures = self.figures(usage, int(metrics.get("ok") or 0), m, workers)
+        metrics.update(figures)
+        client = metrics.get("client")
+        if client is not None and self.client_saturated(client.client_cpu_percent, figures.get("db_cpu_percent"),
+                                                         client_cores):
+            client.client_saturated = True
+
     def client_saturated(self, client_cpu_percent: float | None, db_cpu_percent: float | None,
                          client_cores: int) -> bool:
         """The load generator's headroom with what the database took from its CPUs counted: on a shared

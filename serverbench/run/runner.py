@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import manifests as catalog
-from . import fixed_rate, measure, split, tls_run
+from . import fixed_rate, measure, outage_run, split, tls_run
 from ..rules import cores
 from ..processes import memlimit, supervisor
 from .. import paths
@@ -35,7 +35,7 @@ from ..processes.loadgen import LoadgenError, LoadgenResult, run_loadgen
 from ..processes.server import Server
 from ..model import DEFAULT_REPEAT, CellMetrics, CellRecord, RunOptions
 from ..store import Store, now_iso
-from ..catalog.kinds import OVER_TIME
+from ..catalog.kinds import KINDS, OVER_TIME
 from ..catalog.workloads import Point, Size, Workload
 
 LOG_TAIL_LINES = 30
@@ -197,6 +197,8 @@ class Runner:
     def _run_one(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point]) -> None:
         """One (repetition, row, workload): its points on one start per key type, a cores point on its own."""
         reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)
+        if reason is None and w.kind == "db-outage":
+            reason = outage_run.row_reason(self.db)
         if reason is not None:
             for p in todo:
                 self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
@@ -204,7 +206,10 @@ class Runner:
             return
         # the points that take the run's server CPUs share one start per key type (tls_run.py: TLS
         # replaces plaintext on $PORT); a cores point gets its own
-        for shared in tls_run.starts([p for p in todo if p.server_cores is None]):
+        starts = tls_run.starts([p for p in todo if p.server_cores is None])
+        if KINDS[w.kind or "throughput"].start_per_point:  # what one point did to the row must not carry over
+            starts = [[p] for shared in starts for p in shared]
+        for shared in starts:
             self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
         for p in todo:
             if p.server_cores is not None:
@@ -308,6 +313,7 @@ class Runner:
         db = self.db if "db" in w.features else None
         sampling = measure.Sampling(srv, beside=db.sampler if db is not None else None)
         lg: LoadgenResult | None = None
+        outage: outage_run.OutageRun | None = None
 
 
         def lg_run(point: Point, rate: float | None = None, warmup_s: float = 0.0) -> LoadgenResult:
@@ -332,7 +338,11 @@ class Runner:
                 lg, metrics["capacity"] = sampling.run(lambda: find_capacity(srv, p, lg_run))
             else:
                 rate = self._rate(m, w, p, lg_run, metrics) if p.rate_fraction is not None else None
-                lg = sampling.run(lambda: lg_run(p, rate, in_run), measure_after=in_run)
+                if p.outage is not None:  # the database taken away during the measured run (outage_run.py)
+                    outage = outage_run.OutageRun(self.db, p, in_run, srv.url)
+                measured = (lambda: lg_run(p, rate, in_run)) if outage is None else \
+                    (lambda: outage.alongside(lambda: lg_run(p, rate, in_run)))
+                lg = sampling.run(measured, measure_after=in_run)
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
                     metrics["target_rate"] = rate
@@ -352,9 +362,11 @@ class Runner:
         usage = cell.usage = sampling.usage
         metrics["usage"], metrics["speed"] = measure.usage_metrics(usage), sampling.speed
         if db is not None:
-            self._db_figures(db, sampling, metrics, m, srv.workers)
+            db.add_figures(metrics, sampling.beside_usage, m, srv.workers, len(self.opts.client_cpus or []) or 1)
         if usage is not None:
             metrics.update(measure.over_time_metrics(w.kind, lg, usage, srv))
+        if outage is not None:
+            metrics["outage"] = outage.figures(lg, getattr(metrics.get("over_time"), "server_died_at_s", None))
         if cell.status == "failed":
             cell.log_tail = srv.log_tail(LOG_TAIL_LINES)
             if not srv.alive() and "exited" not in (cell.error or ""):
@@ -387,16 +399,6 @@ class Runner:
     @staticmethod
     def load_calibration(lg_run: Any, p: Point) -> LoadgenResult:
         return lg_run(measure.calibration_point(p))
-
-    def _db_figures(self, db: RunDatabase, sampling: measure.Sampling, metrics: dict[str, Any], m: Any,
-                    workers: int) -> None:
-        """The database's figures for a cell, and the client's headroom with its CPU counted."""
-        figures = db.figures(sampling.beside_usage, int(metrics.get("ok") or 0), m, workers)
-        metrics.update(figures)
-        client = metrics.get("client")
-        if client is not None and db.client_saturated(client.client_cpu_percent, figures.get("db_cpu_percent"),
-                                                       len(self.opts.client_cpus or []) or 1):
-            client.client_saturated = True
 
 
 def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = None,
