@@ -322,6 +322,10 @@ class Timing(FigureGroup):
     server_start_s: float | None = Field(None, description="process start → first 200 on GET /, s, probed every "
                                                            "2 ms (the first point after a start)")
     ready_timeout_s: float | None = None
+    quiet_wait_s: float | None = Field(None, description="open load: waited for the server (and database) to go "
+                                                         "quiet before the window (processes/idle.py)")
+    busy_at_window: bool | None = Field(None, description="still busy when that wait gave up: the window began "
+                                                          "with a previous load's queue")
 
 
 class Capacity(FigureGroup):

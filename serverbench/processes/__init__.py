@@ -9,6 +9,7 @@ memlimit.py    a memory ceiling for a server's tree (cgroup v2, else an RSS watc
 loadgen.py     loadgen's command line (built here only), run pinned to the client CPUs, its JSON validated
                (a TLS point's `tls` object into rules/tlsfigures.py's figures)
 target.py      `--target URL`: a server the harness did not start (no sampler, no CPU figures)
+idle.py        waiting for a server's tree (and the database's) to go quiet before an open-load window
 speed.py       the machine's own speed: a short CPU probe in a thread pinned to given CPUs, and their steal
 
 May import: paths, model, catalog, rules (the TLS figures, the client-bound rule). Hands out `Server`, `run_server`, `Sampler`,

@@ -5,6 +5,7 @@ aggregate.Group.warnings calls `judge`; every output reads the list and none jud
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,6 +47,35 @@ def _noise_cause(rate_cv: float, cpu: Any) -> str:
                 "server went without")
     return (f"; server CPU per request was steadier (CV {cpu.cv:.1%}): the rate moved for another reason "
             "than the cost of a request (the client, or CPU time the server did not get)")
+
+
+def _load_warnings(g: Any, add: Callable[[str, Any, str], None]) -> None:
+    """Errors, a rate not held, requests unanswered or not sent, a window that began busy."""
+    # the outage workload's errors and fallen rate are what it measures: its verdict says them
+    outage = g.kind == "db-outage"
+    if (g.errors or g.timeouts) and not outage:
+        req = g.total(lambda m: m.counts.requests)
+        share = f" in {req:,} requests ({g.errors / req:.2%})" if req else ""
+        add("errors", "error", f"{g.errors:,} errors ({g.timeouts:,} timeouts){share}"
+            + ("; degraded: ranked after the clean rows" if g.degraded and g.kind != "overload" else ""))
+    if g.held is False and not outage:
+        add("did-not-hold", "error", f"did not hold {g.target_rate:,.0f} req/s (achieved "
+                                     f"{g.rps.median if g.rps else 0:,.0f} successful)")
+    unanswered = g.total(lambda m: m.offered.unanswered)
+    if unanswered:
+        oldest = max(c.metrics.offered.unanswered_oldest_us for c in g.ok) / 1e6
+        add("unanswered", "error", f"{unanswered:,} request{'s' if unanswered != 1 else ''} still unanswered "
+                                   "when the run ended, "
+                                   f"the oldest after {oldest:.1f} s (stalled connections)")
+    missed = g.total(lambda m: m.offered.missed_sends)
+    if missed:
+        add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
+                                       "(connection pool exhausted)")
+    busy = sum(1 for c in g.ok if c.metrics.timing.busy_at_window)
+    if busy:
+        add("busy-at-window", "warning", f"{busy} of {len(g.ok)} windows began while the server (or its database) "
+                                         "was still busy after 30 s of waiting: a previous load's queue was served "
+                                         "in them")
 
 
 def judge(g: Any) -> list[Caveat]:
@@ -97,26 +127,7 @@ def judge(g: Any) -> list[Caveat]:
     bound, conns = g.bound, g.connections
     if bound and conns and bound < conns:
         add("stalls", "error", f"stalls expected: model holds at most {bound} connections ({conns:.0f} offered)")
-    # the outage workload's errors and fallen rate are what it measures: its verdict says them
-    outage = g.kind == "db-outage"
-    if (g.errors or g.timeouts) and not outage:
-        req = g.total(lambda m: m.counts.requests)
-        share = f" in {req:,} requests ({g.errors / req:.2%})" if req else ""
-        add("errors", "error", f"{g.errors:,} errors ({g.timeouts:,} timeouts){share}"
-            + ("; degraded: ranked after the clean rows" if g.degraded and g.kind != "overload" else ""))
-    if g.held is False and not outage:
-        add("did-not-hold", "error", f"did not hold {g.target_rate:,.0f} req/s (achieved "
-                                     f"{g.rps.median if g.rps else 0:,.0f} successful)")
-    unanswered = g.total(lambda m: m.offered.unanswered)
-    if unanswered:
-        oldest = max(c.metrics.offered.unanswered_oldest_us for c in g.ok) / 1e6
-        add("unanswered", "error", f"{unanswered:,} request{'s' if unanswered != 1 else ''} still unanswered "
-                                   "when the run ended, "
-                                   f"the oldest after {oldest:.1f} s (stalled connections)")
-    missed = g.total(lambda m: m.offered.missed_sends)
-    if missed:
-        add("missed-sends", "warning", f"{missed:,} request{'s' if missed != 1 else ''} not sent on schedule "
-                                       "(connection pool exhausted)")
+    _load_warnings(g, add)
     for kind, severity, text in [*cores.warnings(g.ok, overtime.warnings(g.ok)), *warmup.warnings(g.ok), *steal(g.ok)]:
         add(kind, severity, text)  # type: ignore[arg-type]
     for f in g.cpu_findings:  # far above its runtime family's CPU per request (outliers.py)

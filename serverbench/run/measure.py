@@ -22,7 +22,7 @@ from ..catalog import build, doctor
 from ..catalog.kinds import OVER_TIME
 from ..catalog.workloads import CALIBRATION_CONNECTIONS, Point, Size, Workload
 from ..overtime import overload, soak, timeline
-from ..processes import memlimit, speed
+from ..processes import idle, memlimit, speed
 from ..processes.loadgen import LoadgenResult, tls_figures
 from ..processes.server import Server
 from ..model import Client, MachineSpeed, ServerOverTime, MemoryLimit, ServerUsage
@@ -222,6 +222,16 @@ class Sampling:
             if self.here:
                 self.speed.steal_percent = speed.steal_percent(started[0], speed.cpu_times(cpus))
                 self.speed.speed_after_mib_s = _probe(cpus)
+
+
+def quiet_before_window(srv: Server, p: Point, db_pid: int | None = None) -> dict[str, Any]:
+    """An open-load point's server (and database) given time to work off what a previous load left queued
+    before the measured window (processes/idle.py): the cell's `quiet_wait_s`, and `busy_at_window` when
+    the wait gave up. Nothing for closed load (it queues at most its connections) or a server elsewhere."""
+    if p.mode != "open" or srv.pid is None or srv.host not in LOOPBACK:
+        return {}
+    waited, quiet = idle.wait_quiet([srv.pid] + ([db_pid] if db_pid else []))
+    return {"quiet_wait_s": waited, "busy_at_window": None if quiet else True}
 
 
 def server_cpu_s(usage: dict[str, Any] | None) -> float:

@@ -342,6 +342,7 @@ class Runner:
                     outage = outage_run.OutageRun(self.db, p, in_run, srv.url)
                 measured = (lambda: lg_run(p, rate, in_run)) if outage is None else \
                     (lambda: outage.alongside(lambda: lg_run(p, rate, in_run)))
+                metrics.update(measure.quiet_before_window(srv, p, db.pg.pid if db is not None and db.pg else None))
                 lg = sampling.run(measured, measure_after=in_run)
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
