@@ -87,3 +87,28 @@ def test_the_report_line_says_how_the_cpus_were_split() -> None:
                     "(3 s calibration); the top rows may be client-bound")
     assert describe_split({"mode": "manual"}) == "as given (--server-cpus/--client-cpus)"
     assert describe_split(None) is None  # runs stored before the split was recorded
+
+
+def test_auto_gives_the_database_cpus_of_its_own_from_four_cpus_on_and_says_when_it_shares(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46, item 3: half of the client's CPUs for PostgreSQL on 4 CPUs or more; on 2 it shares the load
+    generator's, and the run's record says so."""
+    assert split.database_cpus([8, 9, 10, 11, 12, 13], 16) == ([11, 12, 13], "the database on CPUs of its own (3 of the client's 6)")
+    assert split.database_cpus([2, 3], 4)[0] == [3]
+    for client, n in (([1], 2), ([3], 4)):
+        db, why = split.database_cpus(client, n)
+        assert db is None and "shares the load generator's CPUs" in why
+    for n, chosen in ((16, ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15])), (2, ([0], [1]))):
+        cpus = list(range(n))
+        monkeypatch.setattr("serverbench.processes.supervisor.online_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(split, "auto_split", lambda _cpus, chosen=chosen: (*chosen, {"mode": "auto"}))
+        opts = RunOptions(split="auto")
+        record = split.settle(opts, False, fresh=True, needs_db=True)
+        if n == 16:
+            assert opts.db_cpus == [13, 14, 15] and opts.client_cpus == [10, 11, 12] and record["db_cpus"] == [13, 14, 15]
+        else:
+            assert opts.db_cpus is None and opts.client_cpus == [1] and record["db_cpus"] is None
+            assert "shares the load generator's CPUs" in record["db_note"]
+        # a run without a database workload keeps the split as it was
+        opts = RunOptions(split="auto")
+        assert "db_cpus" not in split.settle(opts, False, fresh=True) and opts.db_cpus is None

@@ -42,7 +42,8 @@ def describe_split(record: dict[str, Any] | None) -> str | None:
     if cal:
         text += (f": one load-generator CPU drove {cal['client_per_cpu']:,.0f} req/s, one server CPU of "
                  f"{cal['reference']} served {cal['server_per_cpu']:,.0f} ({cal['seconds']:g} s calibration)")
-    return text + (f"; {record['note']}" if record.get("note") else "")
+    text += f"; {record['note']}" if record.get("note") else ""
+    return text + (f"; {record['db_note']}" if record.get("db_note") else "")
 
 
 __all__ = ["normalize", "describe_split"]

@@ -434,7 +434,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
     needs_db = not opts.target and any("db" in w.features for w in workloads)
     if needs_db:
         RunDatabase.preflight(opts, db_url)
-    cpu_split = split.settle(opts, remote_server, fresh=resume is None)  # --split auto calibrates here
+    cpu_split = split.settle(opts, remote_server, fresh=resume is None, needs_db=needs_db)  # --split auto calibrates here
     database = RunDatabase.open(opts, db_url) if needs_db else None
     try:
         if resume is None:

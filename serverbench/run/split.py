@@ -121,7 +121,21 @@ def auto_split(cpus: list[int], reference: Any | None = None) -> tuple[list[int]
                             "calibration": cal.as_dict(), "headroom": HEADROOM, "note": note}
 
 
-def settle(opts: Any, remote_server: bool, fresh: bool) -> dict[str, Any] | None:
+DB_MIN_CPUS = 4  # below this a CPU of its own for PostgreSQL would leave the client or the server none to spare
+
+
+def database_cpus(client: list[int], n_cpus: int) -> tuple[list[int] | None, str]:
+    """PostgreSQL's CPUs under `--split auto` (issue 46, item 3), taken from the client's side: half of the
+    client's CPUs (at least one, the client keeping one) on a machine of DB_MIN_CPUS or more; else None
+    (it shares the load generator's) with the reason, which the run records."""
+    if n_cpus < DB_MIN_CPUS or len(client) < 2:
+        return None, (f"the database shares the load generator's CPUs ({n_cpus} CPUs: fewer than {DB_MIN_CPUS}, or "
+                      "one client CPU); its CPU counts in the client's headroom")
+    k = max(1, len(client) // 2)
+    return client[-k:], f"the database on CPUs of its own ({k} of the client's {len(client)})"
+
+
+def settle(opts: Any, remote_server: bool, fresh: bool, needs_db: bool = False) -> dict[str, Any] | None:
     """Fill in the run's server and client CPUs where the user left them out (in `opts`, a RunOptions)
     and say how they were chosen: the record stored as the fingerprint's `cpu_split` (None on a resume,
     whose stored options already hold them). CPUs given on the command line make the split "manual";
@@ -138,9 +152,15 @@ def settle(opts: Any, remote_server: bool, fresh: bool) -> dict[str, Any] | None
         # a server on another machine gets that machine's default split there (remote_server.py)
         opts.server_cpus = opts.server_cpus if opts.server_cpus is not None or remote_server else s_cpus
         opts.client_cpus = opts.client_cpus if opts.client_cpus is not None else c_cpus
+    if needs_db and opts.split == "auto" and opts.db_cpus is None and record.get("mode") == "auto":
+        db, why = database_cpus(list(opts.client_cpus), len(online_cpus()))
+        if db is not None:
+            opts.db_cpus, opts.client_cpus = db, [c for c in opts.client_cpus if c not in db]
+        record = {**record, "db_cpus": db, "db_note": why}
     if not fresh:
         return None
     return {**record, "server_cpus": opts.server_cpus, "client_cpus": opts.client_cpus}
 
 
-__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "settle"]
+__all__ = ["HEADROOM", "REFERENCE", "Calibration", "CalibrationError", "auto_split", "calibrate", "choose", "settle",
+           "database_cpus", "DB_MIN_CPUS"]
