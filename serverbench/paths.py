@@ -9,6 +9,8 @@ SERVERS: Path = REPO / "servers"
 WORKLOADS: Path = REPO / "workloads"
 ASSETS: Path = REPO / "assets"
 HELLO_FILE: Path = ASSETS / "hello.html"
+# /compress's document (catalog/assets.py writes it on first use; not committed)
+COMPRESS_FILE: Path = ASSETS / "compress.json"
 
 BUILD: Path = REPO / "build"
 CARGO_TARGET: Path = BUILD / "cargo-target"

@@ -185,6 +185,23 @@ def test_list_and_doctor_show_each_rows_database(servers_root, sandbox_paths, mo
         assert "not declared (out of the database workloads)" in out
 
 
+def test_list_and_doctor_show_each_rows_compress(servers_root, sandbox_paths, monkeypatch) -> None:
+    monkeypatch.setattr(paths, "SERVERS", servers_root)
+    monkeypatch.setattr(cli, "console", Console(width=500))
+    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
+    write_manifest(servers_root, "gz", choices={**choices, "compression": "zlib 1.2.13", "cpu_work": "inline"})
+    write_manifest(servers_root, "nogz", choices={**choices, "compress_out": "no zlib binding here"})
+    write_manifest(servers_root, "plainrow")
+    cat = load_catalog(servers_root).servers
+    assert doctor.compress_text(cat["gz"]) == "zlib 1.2.13; inline"
+    assert doctor.compress_text(cat["nogz"]) == "out: no zlib binding here"
+    assert doctor.compress_text(cat["plainrow"]) == "not declared (out of the compress workloads)"
+    for cmd in ("list", "doctor"):
+        r, out = run_cli(cmd)
+        assert r.exit_code == 0, r.output
+        assert "zlib 1.2.13; inline" in out and "out: no zlib binding here" in out
+
+
 def test_a_row_declares_a_driver_or_why_not_never_both(servers_root) -> None:
     choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on", "db_out": "none here",
                "db_driver": "pgx", "db_pool": "pgxpool", "db_wait": "async", "db_pipelining": "off",

@@ -142,6 +142,17 @@ def db_text(m: Manifest) -> str:
     return "not declared (out of the database workloads)"
 
 
+def compress_text(m: Manifest) -> str:
+    """A row's /compress (SPEC.md, "CPU work"): its library and where the work runs, why its stack has none
+    here (`compress_out`), or that it declares neither (out of the compress workloads)."""
+    c = m.choices
+    if c is not None and c.compression:
+        return f"{c.compression}; {c.cpu_work}"
+    if c is not None and c.compress_out:
+        return f"out: {c.compress_out}"
+    return "not declared (out of the compress workloads)"
+
+
 def check_all(ms: list[Manifest], step: Step = "build") -> list[Availability]:
     return [check(m, step) for m in ms]
 

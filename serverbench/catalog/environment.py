@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from serverbench import paths
+from serverbench.catalog import assets
 from serverbench.catalog.manifests import Manifest
 
 
@@ -36,6 +37,7 @@ def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
         env.pop(name, None)
     env["WORKERS"] = str(workers or m.workers or _affinity_count())
     env["HELLO_FILE"] = str(paths.HELLO_FILE)
+    env["COMPRESS_FILE"] = str(assets.compress_file())  # /compress's document (SPEC.md, "CPU work")
     env["CARGO_TARGET_DIR"] = str(paths.CARGO_TARGET)
     # Go's own caches live under $HOME (kept between runs); without HOME it refuses to build.
     if not env.get("HOME") and not env.get("XDG_CACHE_HOME"):

@@ -69,6 +69,11 @@ class Choices(BaseModel):
     # Or why the stack serves no database here (no driver reachable from this machine's registries, ...):
     # kept out of the database workloads only, with this reason in `list`, `doctor` and the reports.
     db_out: str | None = Field(default=None, min_length=1)
+    # The `compress` feature (SPEC.md, "CPU work"): the zlib binding that gzips /compress and where the
+    # CPU work runs (inline on the serving thread or loop, or how the row moves it off), or why none here.
+    compression: str | None = Field(default=None, min_length=1)
+    cpu_work: str | None = Field(default=None, min_length=1)
+    compress_out: str | None = Field(default=None, min_length=1)
     # The `tls` feature (SPEC.md, "TLS"): the library that serves HTTPS, or why the stack serves none here.
     tls_library: str | None = Field(default=None, min_length=1)
     tls_out: str | None = Field(default=None, min_length=1)
@@ -82,6 +87,10 @@ class Choices(BaseModel):
             raise ValueError(f"a db row declares every db_* choice; missing: {missing} (see SPEC.md, Choices)")
         if given and self.db_out is not None:
             raise ValueError("db_driver and db_out exclude each other: a row serves the database or says why not")
+        if (self.compression is None) != (self.cpu_work is None):
+            raise ValueError("a compress row declares both compression and cpu_work (see SPEC.md, Choices)")
+        if self.compression is not None and self.compress_out is not None:
+            raise ValueError("compression and compress_out exclude each other: a row serves /compress or says why not")
         if self.tls_library is not None and self.tls_out is not None:
             raise ValueError("tls_library and tls_out exclude each other: a row serves TLS or says why not")
         return self
@@ -89,6 +98,10 @@ class Choices(BaseModel):
     @property
     def db(self) -> bool:
         return self.db_driver is not None
+
+    @property
+    def compress(self) -> bool:
+        return self.compression is not None
 
     @property
     def tls(self) -> bool:

@@ -272,9 +272,11 @@ DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (rules/admission.py) is left out of the workloads that declare it.
-Feature = Literal["pipelining", "new-connection-per-request", "db", "tls"]
+Feature = Literal["pipelining", "new-connection-per-request", "db", "tls", "compress"]
 # SPEC.md, "Database endpoints": a load on these paths needs a db row and the database.
 DB_PATHS = ("/db", "/queries", "/fortunes", "/updates")
+# SPEC.md, "CPU work": a load on it needs a row that declares `compression`.
+COMPRESS_PATH = "/compress"
 
 
 def point_features(p: Point, default_path: str = "/") -> set[str]:
@@ -289,6 +291,8 @@ def point_features(p: Point, default_path: str = "/") -> set[str]:
         out.add("new-connection-per-request")
     if p.tls is not None:
         out.add("tls")
+    if (p.path or default_path).split("?")[0] == COMPRESS_PATH:
+        out.add("compress")
     return out
 
 

@@ -32,6 +32,8 @@ CSV_COLUMNS = ["server", "model", "language", "work", "workload", "point", "run"
 
 
 def _fmt(col: Column, v: float) -> str:
+    if col.kind == ranking.OUTAGE:
+        return f"{v:.1f} s"
     return fmt_us(v) if col.kind in P99_KINDS else fmt_num(v, 2) if col.kind == ranking.EFFICIENCY else fmt_num(v)
 
 
@@ -41,8 +43,10 @@ def figure_text(c: Cell, col: Column) -> str:
     st = c.figure
     if st is None:
         return "—"
-    unit = "" if col.kind in P99_KINDS else " µs CPU" if col.kind == ranking.EFFICIENCY else " req/s"
-    text = ("p99 " if col.kind in P99_KINDS else "") + _fmt(col, st.median) + unit
+    unit = ("" if col.kind in P99_KINDS or col.kind == ranking.OUTAGE else " µs CPU" if col.kind == ranking.EFFICIENCY
+            else " req/s")
+    lead = "p99 " if col.kind in P99_KINDS else "back in " if col.kind == ranking.OUTAGE else ""
+    text = lead + _fmt(col, st.median) + unit
     if st.n > 1:
         text += f" [{_fmt(col, st.ci_low)}–{_fmt(col, st.ci_high)}, {st.ci_level:.0%}]"
     return text

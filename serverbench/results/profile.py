@@ -33,6 +33,8 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("tls_out", DECLARED),  # the manifest says why it serves no TLS here
     ("db_out", DECLARED),  # the manifest says why it serves no database here
     ("not a db row", DECLARED),  # no db_* choices
+    ("compress_out", DECLARED),  # the manifest says why it serves no /compress here
+    ("not a compress row", DECLARED),  # no compression choice
     ("not a tls row", DECLARED),  # no tls_library
     ("failed verification", FAILED_CHECK),  # a measurement check
     ("not run —", FAILED_CHECK),  # a feature check the workload uses (rules/admission.not_run_reason)
@@ -244,15 +246,15 @@ def _note(g: Group) -> str:
         notes.append(f"unfair: {g.served_text()}")
     if g.not_steady:
         notes.append("not steady (ranked after the steady rows)")
-    if g.held is False:
+    if g.held is False and g.kind != ranking.OUTAGE:
         notes.append("did not hold the rate")
-    if g.degraded:
+    if g.degraded and g.kind != ranking.OUTAGE:  # the outage's errors are what it measures
         notes.append("degraded")
     if g.client_bound_group:
         notes.append("load generator's limit")
     if g.noise_effect is not None and g.noise_effect.verdict:
         notes.append(g.noise_effect.verdict)
-    if g.kind == "overload" and (v := g.figures.over_time.verdict):
+    if g.kind in ("overload", ranking.OUTAGE) and (v := g.figures.over_time.verdict):
         notes.append(v)
     return ", ".join(notes)
 

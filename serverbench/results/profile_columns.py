@@ -52,6 +52,10 @@ COLUMNS: tuple[Work, ...] = (
          "the legitimate traffic's p99 while slowloris clients hold connections beside it"),
     Work("overload", (Source("stressgrid-overload", "devices=0-10000"),),
          "demand ramped past every row's capacity (Stressgrid): the peak it still served"),
+    # the restart: every connection reset, which every pool meets in production; the freeze (a stall)
+    # is the workload's other point
+    Work("db outage", (Source("tfb-db-outage", "restart"),),
+         "PostgreSQL restarted under load: whether the row came back, and how many seconds after the database"),
 )
 
 

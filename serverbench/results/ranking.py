@@ -189,14 +189,16 @@ def order(groups: list[Group], kind: str) -> tuple[list[Group], list[tuple[int, 
 
 def figure_stats(g: Group, kind: str) -> Stats | None:
     """The figure a point's rows are told apart by: p99 for fixed-load and soak, CPU per request for
-    efficiency, else throughput."""
+    efficiency, the seconds to recover for db-outage, else throughput."""
     if kind == EFFICIENCY:
         return g.cpu_per_request_stats
+    if kind == OUTAGE:  # the seconds to recover (none for a row that never did: its verdict says so)
+        return g.stat(_recovered)
     return _p99_stats(g, kind) if kind in P99_KINDS else g.throughput
 
 
 def _lower_is_better(kind: str) -> bool:
-    return kind in P99_KINDS or kind == EFFICIENCY
+    return kind in P99_KINDS or kind in (EFFICIENCY, OUTAGE)
 
 
 def tied(first: Group, other: Group, kind: str) -> bool:

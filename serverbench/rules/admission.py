@@ -39,6 +39,8 @@ KINDS: dict[str, CheckKind] = {
     # TLS (tlscheck.py): a row that fails it serves the TLS workloads wrongly (`features = ["tls"]`) only;
     # its plaintext is judged by the checks above. A row without tls_library is skipped.
     "tls": CheckKind("feature", feature="tls"),
+    # /compress (compresscheck.py): a wrong answer or a cached one corrupts the compress workloads only
+    "compress": CheckKind("feature", feature="compress"),
     "bad-request": CheckKind("robustness"),
     # Input no workload or cross-check tool sends: they all write `Connection: close` in that case,
     # and ab sends Host with HTTP/1.0. A failure is a deviation from RFC 9110/9112, shown, not gated.

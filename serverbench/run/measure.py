@@ -362,6 +362,15 @@ class Gate:
                 unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "db")
                 if unchecked is not None:
                     return unchecked
+            choices = getattr(m, "choices", None)
+            if "compress" in w.features and not getattr(choices, "compress", False):
+                out = getattr(choices, "compress_out", None)
+                return (f"serves no /compress here (compress_out): {out}" if out else
+                        "not a compress row: it declares no compression in [choices] (SPEC.md, CPU work)")
+            if "compress" in w.features and not self.allow_unverified:
+                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "compress")
+                if unchecked is not None:
+                    return unchecked
             # a tls row's tls check must have run (rows without tls_library: tls_run.row_reason says why)
             tls_row = getattr(getattr(m, "choices", None), "tls", False)
             if "tls" in w.features and tls_row and not self.allow_unverified:

@@ -48,6 +48,8 @@ class Ctx:
     db: Any = None  # dbcount.DbTarget: the database the row was started with, for the db checks
     db_out: str | None = None  # the manifest's db_out: why the row serves no database here
     db_problem: str | None = None  # why a db row's database checks cannot run here (one line, the fix)
+    compress_row: bool = False  # the manifest declares compression (SPEC.md, "CPU work")
+    compress_out: str | None = None  # the manifest's compress_out: why the row serves no /compress here
     tls_row: bool = False  # the manifest declares tls_library (SPEC.md, "TLS")
     tls_out: str | None = None  # the manifest's tls_out: why the row serves no TLS here
     tls_start: Any = None  # tlscheck.TlsStart: how to start the row again with $TLS_* (None: cannot here)

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from .. import paths
 from .base import CheckFailed, CheckResult, CheckSkipped, Ctx
+from .compresscheck import check_compress
 from .dbchecks import check_db, check_db_counts, check_fortunes, check_queries, check_updates
 from .dbcount import DbTarget
 from .endpoints import check_delay, check_delay_cpu, check_echo, check_file, check_json, check_root, check_tenth
@@ -47,6 +48,8 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "fortunes": check_fortunes,
     "db-counts": check_db_counts,
     "updates": check_updates,
+    # the compress feature (compresscheck.py): skipped for a row that declares no compression
+    "compress": check_compress,
     # the tls feature (tlscheck.py): the row started again with $TLS_*; skipped for a row without tls_library
     "tls": check_tls,
 }
@@ -123,6 +126,8 @@ def verify(
         db_out=getattr(getattr(manifest, "choices", None), "db_out", None),
         db=db,
         db_problem=db_problem,
+        compress_row=bool(getattr(getattr(manifest, "choices", None), "compress", False)),
+        compress_out=getattr(getattr(manifest, "choices", None), "compress_out", None),
         tls_row=tls_of(manifest)[0],
         tls_out=tls_of(manifest)[1],
         tls_start=tls,
