@@ -145,61 +145,37 @@ def test_cli_doctor(cli_catalog) -> None:
     assert "loadgen binary" in out and "taskset" in out
 
 
-def test_list_and_doctor_show_each_rows_tls(servers_root, sandbox_paths, monkeypatch) -> None:
-    monkeypatch.setattr(paths, "SERVERS", servers_root)
-    monkeypatch.setattr(cli, "console", Console(width=400))
-    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
-    write_manifest(servers_root, "tlsrow", choices={**choices, "tls_library": "rustls 0.23 via tokio-rustls 0.26"})
-    write_manifest(servers_root, "outrow", choices={**choices, "tls_out": "asynchttpserver has no TLS [upstream]"})
-    write_manifest(servers_root, "plainrow")
-    cat = load_catalog(servers_root).servers
-    assert doctor.tls_text(cat["tlsrow"]) == "rustls 0.23 via tokio-rustls 0.26"
-    assert doctor.tls_text(cat["outrow"]) == "out: asynchttpserver has no TLS [upstream]"
-    assert doctor.tls_text(cat["plainrow"]) == "not declared (out of the TLS workloads)"
-    for cmd in ("list", "doctor"):
-        r, out = run_cli(cmd)
-        assert r.exit_code == 0, r.output
-        assert " TLS " in out and "rustls 0.23 via tokio-rustls 0.26" in out
-        assert "out: asynchttpserver has no TLS [upstream]" in out  # shown as written, not read as markup
-        assert "not declared (out of the TLS workloads)" in out
+# A row's feature as `list` and `doctor` show it: (the text function, the choices of a row that serves it,
+# what is shown for it, the choices of one declared out, the column's header, what a row declaring neither shows).
+FEATURE_COLUMNS = [
+    (doctor.tls_text, {"tls_library": "rustls 0.23 via tokio-rustls 0.26"}, "rustls 0.23 via tokio-rustls 0.26",
+     {"tls_out": "asynchttpserver has no TLS [upstream]"}, " TLS ", "not declared (out of the TLS workloads)"),
+    (doctor.db_text, {"db_driver": "pgx v5.12.0", "db_pool": "pgxpool", "db_wait": "async", "db_pipelining": "off",
+                      "db_prepared": "on"}, "pgx v5.12.0; pgxpool",
+     {"db_out": "no driver reachable here [hex]"}, " database ", "not declared (out of the database workloads)"),
+    (doctor.compress_text, {"compression": "zlib 1.2.13", "cpu_work": "inline"}, "zlib 1.2.13; inline",
+     {"compress_out": "no zlib binding here"}, " compress ", "not declared (out of the compress workloads)"),
+]
 
 
-def test_list_and_doctor_show_each_rows_database(servers_root, sandbox_paths, monkeypatch) -> None:
-    monkeypatch.setattr(paths, "SERVERS", servers_root)
-    monkeypatch.setattr(cli, "console", Console(width=400))
-    choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
-    db = {"db_driver": "pgx v5.12.0", "db_pool": "pgxpool", "db_wait": "async", "db_pipelining": "off",
-          "db_prepared": "on"}
-    write_manifest(servers_root, "dbrow", choices={**choices, **db})
-    write_manifest(servers_root, "outrow", choices={**choices, "db_out": "no driver reachable here [hex]"})
-    write_manifest(servers_root, "plainrow")
-    cat = load_catalog(servers_root).servers
-    assert doctor.db_text(cat["dbrow"]) == "pgx v5.12.0; pgxpool"
-    assert doctor.db_text(cat["outrow"]) == "out: no driver reachable here [hex]"
-    assert doctor.db_text(cat["plainrow"]) == "not declared (out of the database workloads)"
-    for cmd in ("list", "doctor"):
-        r, out = run_cli(cmd)
-        assert r.exit_code == 0, r.output
-        assert " database " in out and "pgx v5.12.0; pgxpool" in out
-        assert "out: no driver reachable here [hex]" in out
-        assert "not declared (out of the database workloads)" in out
-
-
-def test_list_and_doctor_show_each_rows_compress(servers_root, sandbox_paths, monkeypatch) -> None:
+@pytest.mark.parametrize("text,served,shown,out,header,neither", FEATURE_COLUMNS,
+                         ids=["tls", "database", "compress"])
+def test_list_and_doctor_show_each_rows_features(servers_root, sandbox_paths, monkeypatch, text, served, shown, out,
+                                                  header, neither) -> None:
     monkeypatch.setattr(paths, "SERVERS", servers_root)
     monkeypatch.setattr(cli, "console", Console(width=500))
     choices = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "on"}
-    write_manifest(servers_root, "gz", choices={**choices, "compression": "zlib 1.2.13", "cpu_work": "inline"})
-    write_manifest(servers_root, "nogz", choices={**choices, "compress_out": "no zlib binding here"})
+    write_manifest(servers_root, "row", choices={**choices, **served})
+    write_manifest(servers_root, "outrow", choices={**choices, **out})
     write_manifest(servers_root, "plainrow")
     cat = load_catalog(servers_root).servers
-    assert doctor.compress_text(cat["gz"]) == "zlib 1.2.13; inline"
-    assert doctor.compress_text(cat["nogz"]) == "out: no zlib binding here"
-    assert doctor.compress_text(cat["plainrow"]) == "not declared (out of the compress workloads)"
+    why = next(iter(out.values()))
+    assert (text(cat["row"]), text(cat["outrow"]), text(cat["plainrow"])) == (shown, f"out: {why}", neither)
     for cmd in ("list", "doctor"):
-        r, out = run_cli(cmd)
+        r, output = run_cli(cmd)
         assert r.exit_code == 0, r.output
-        assert "zlib 1.2.13; inline" in out and "out: no zlib binding here" in out
+        assert header in output and shown in output and neither in output
+        assert f"out: {why}" in output  # shown as written, not read as markup
 
 
 def test_a_row_declares_a_driver_or_why_not_never_both(servers_root) -> None:
