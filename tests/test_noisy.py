@@ -57,7 +57,7 @@ def test_a_noise_point_gives_loadgen_its_noise_flags(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("points, says", [
     (QUIET + noise_point(twin="nowhere"), "twin must name"),
-    (noise_point() + QUIET, "must be a point without noise before it"),
+    (noise_point() + QUIET, "must be a quiet point before it"),
     (QUIET + noise_point(rate=200), "same legitimate load"),
     (QUIET.replace('mode = "open"\nrate = 100', 'mode = "closed"'), "open load at a fixed rate"),
 ])

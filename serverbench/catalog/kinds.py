@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy", "db-outage"]
+Kind = Literal["throughput", "fixed-load", "capacity", "sweep", "overload", "soak", "cores", "noisy", "db-outage",
+               "head-of-line"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class KindRules:
     client_bound: bool = False
     # each point a fresh server start (what one point did to the row must not carry into the next)
     start_per_point: bool = False
+    # a disturbed point beside its quiet twin (the same load in the same start): ratios and a verdict
+    twinned: bool = False
 
 
 KINDS: dict[str, KindRules] = {
@@ -35,8 +38,9 @@ KINDS: dict[str, KindRules] = {
     "overload": KindRules(over_time=True),
     "soak": KindRules(over_time=True, by_p99=True),
     "cores": KindRules(client_bound=True),
-    "noisy": KindRules(fixed_demand=True, by_p99=True),
+    "noisy": KindRules(fixed_demand=True, by_p99=True, twinned=True),
     "db-outage": KindRules(over_time=True, start_per_point=True),
+    "head-of-line": KindRules(fixed_demand=True, by_p99=True, twinned=True),
 }
 
 
@@ -45,8 +49,9 @@ def _having(rule: str) -> tuple[str, ...]:
 
 
 OVER_TIME = _having("over_time")  # ("overload", "soak", "db-outage")
-FIXED_DEMAND = _having("fixed_demand")  # ("fixed-load", "noisy")
-P99_KINDS = _having("by_p99")  # ("fixed-load", "soak", "noisy")
+FIXED_DEMAND = _having("fixed_demand")  # ("fixed-load", "noisy", "head-of-line")
+P99_KINDS = _having("by_p99")  # ("fixed-load", "soak", "noisy", "head-of-line")
+TWINNED = _having("twinned")  # ("noisy", "head-of-line")
 CLIENT_BOUND_KINDS = _having("client_bound")  # ("throughput", "sweep", "cores")
 
 # What each kind ranks by, and why that metric fits it (shown with every ranking).
@@ -76,6 +81,12 @@ RANKED_BY: dict[str, tuple[str, str]] = {
               "server did not share a CPU with the load generator is the most of the machine a row could use "
               "cleanly, and the speedup says how well its model turned cores into answers; each point's own "
               "table ranks by requests/s at that count"),
+    "head-of-line": ("the light requests' p99 over every due request, then their successful rate, then server CPU "
+                     "per request",
+                     "the light demand is fixed and the same for every row; heavy requests that compute (gzip of 1 MiB) "
+                     "are mixed in at a small fixed share on connections of their own, and what differs is how long the "
+                     "light ones wait behind them: each heavy point is also shown as a ratio of its quiet twin (the "
+                     "same light load alone, in the same start), with a verdict"),
     "db-outage": ("the verdict (recovers, recovers slowly, stays broken, crashes), then the seconds from the "
                   "database being back to the rate before the outage, then the requests that failed",
                   "the same fixed rate for every row on /db while the harness restarts or freezes PostgreSQL: "
@@ -96,4 +107,5 @@ RANKED_BY: dict[str, tuple[str, str]] = {
 }
 
 
-__all__ = ["Kind", "KindRules", "KINDS", "OVER_TIME", "FIXED_DEMAND", "P99_KINDS", "CLIENT_BOUND_KINDS", "RANKED_BY"]
+__all__ = ["Kind", "KindRules", "KINDS", "OVER_TIME", "FIXED_DEMAND", "P99_KINDS", "CLIENT_BOUND_KINDS", "TWINNED",
+           "RANKED_BY"]

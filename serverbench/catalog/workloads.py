@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from .kinds import OVER_TIME, Kind
+from .kinds import OVER_TIME, TWINNED, Kind
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -104,6 +104,11 @@ class Point(BaseModel):
     outage: Literal["restart", "freeze"] | None = None
     outage_at: str | None = None
     outage_for: str | None = None
+    # kind head-of-line: heavy requests mixed into this point's light open load at heavy_share of its rate,
+    # on connections of their own (a second loadgen process on the same clock, run/heavy_run.py), each
+    # class in its own histogram
+    heavy_path: str | None = None
+    heavy_share: float | None = None
     # the `tls` feature (SPEC.md, "TLS"): the server started with the run's certificate of this key type
     # serves TLS instead of plaintext; loadgen speaks https:// and verifies it against the run's CA
     # (--tls-ca, run/tls_run.py). None: plaintext, as every other point
@@ -176,10 +181,18 @@ class Point(BaseModel):
                 raise ValueError("capacity max_steps must be >= 1")
             if self.refine < 0:
                 raise ValueError("capacity refine must be >= 0")
-        if self.noise is None and (self.twin is not None or any(
+        if (self.heavy_path is None) != (self.heavy_share is None):
+            raise ValueError("heavy_path and heavy_share go together: the heavy requests and their share of the rate")
+        if self.heavy_share is not None and not 0 < self.heavy_share < 1:
+            raise ValueError("heavy_share is a share of the point's rate, above 0 and below 1 (0.01 = 1 %)")
+        if self.heavy_path is not None and (self.mode != "open" or not isinstance(self.rate, (int, float))):
+            raise ValueError("heavy requests are mixed into open load at a fixed rate (a number)")
+        if self.noise is None and self.heavy_path is None and self.twin is not None:
+            raise ValueError("twin belongs to a point with noise or heavy requests")
+        if self.noise is None and any(
                 v is not None for v in (self.noise_connections, self.noise_interval, self.noise_read_rate,
-                                        self.noise_path, self.noise_lead))):
-            raise ValueError("noise_* and twin belong to a point with noise; set noise = one of slowloris, "
+                                        self.noise_path, self.noise_lead)):
+            raise ValueError("noise_* belong to a point with noise; set noise = one of slowloris, "
                              "idle, garbage, slow-reader")
         if self.noise_connections is not None and self.noise_connections < 1:
             raise ValueError("noise_connections must be >= 1")
@@ -291,7 +304,7 @@ def point_features(p: Point, default_path: str = "/") -> set[str]:
         out.add("new-connection-per-request")
     if p.tls is not None:
         out.add("tls")
-    if (p.path or default_path).split("?")[0] == COMPRESS_PATH:
+    if COMPRESS_PATH in ((p.path or default_path).split("?")[0], (p.heavy_path or "").split("?")[0]):
         out.add("compress")
     return out
 
@@ -326,11 +339,15 @@ class Workload(BaseModel):
             raise ValueError(f"needs kind = one of {', '.join(get_args(Kind))} (what it is ranked by)")
         elif self.kind == "cores" and any(p.server_cores is None for p in self.quick.points + self.full.points):
             raise ValueError('a cores workload gives every point server_cores (a count, or "sweep")')
-        elif self.kind == "noisy":
+        elif self.kind in TWINNED:
             _check_twins(self.quick.points)
             _check_twins(self.full.points)
-        elif any(p.noise for p in self.quick.points + self.full.points):
-            raise ValueError("noise belongs to kind = \"noisy\" workloads (ranked against their quiet twins)")
+        elif any(p.noise or p.heavy_path for p in self.quick.points + self.full.points):
+            raise ValueError("noise and heavy requests belong to kind = \"noisy\" and \"head-of-line\" workloads "
+                             "(ranked against their quiet twins)")
+        if self.kind == "noisy" and any(p.heavy_path for p in self.quick.points + self.full.points) or \
+                self.kind == "head-of-line" and any(p.noise for p in self.quick.points + self.full.points):
+            raise ValueError("a noisy workload's disturbance is noise, a head-of-line workload's heavy requests")
         outages = [p.outage is not None for p in self.quick.points + self.full.points] if self.quick and self.full else []
         if outages and (any(outages) or self.kind == "db-outage") and not (all(outages) and self.kind == "db-outage"):
             raise ValueError('kind = "db-outage" workloads give every point an outage, and only they do')
@@ -370,20 +387,22 @@ class Workload(BaseModel):
 
 
 def _check_twins(points: list[Point]) -> None:
-    """A noisy size: open load at a fixed rate; each noise point names an earlier quiet point with the same
-    legitimate load as its twin (so the ratio compares the noise alone, in the same server start)."""
+    """A noisy or head-of-line size: open load at a fixed rate; each disturbed point (noise, heavy requests)
+    names an earlier quiet point with the same legitimate load as its twin (so the ratio compares the
+    disturbance alone, in the same server start)."""
     by_label = {p.label: i for i, p in enumerate(points)}
     for i, p in enumerate(points):
         if p.mode != "open" or p.rate_fraction is not None or p.stages is not None:
-            raise ValueError(f"point {p.label!r}: a noisy workload's points are open load at a fixed rate")
-        if p.noise is None:
+            raise ValueError(f"point {p.label!r}: a twinned workload's points are open load at a fixed rate")
+        if p.noise is None and p.heavy_path is None:
             continue
+        quiet = [q.label for q in points if q.noise is None and q.heavy_path is None]
         if p.twin is None or p.twin not in by_label:
             raise ValueError(f"point {p.label!r}: twin must name this size's quiet point (one of "
-                             f"{', '.join(q.label for q in points if q.noise is None) or 'none yet: add one'})")
+                             f"{', '.join(quiet) or 'none yet: add one'})")
         q = points[by_label[p.twin]]
-        if q.noise is not None or by_label[p.twin] > i:
-            raise ValueError(f"point {p.label!r}: its twin {p.twin!r} must be a point without noise before it")
+        if q.noise is not None or q.heavy_path is not None or by_label[p.twin] > i:
+            raise ValueError(f"point {p.label!r}: its twin {p.twin!r} must be a quiet point before it")
         same = ("rate", "connections", "max_connections", "path", "duration", "poisson")
         if any(getattr(p, f) != getattr(q, f) for f in same):
             raise ValueError(f"point {p.label!r}: its twin {p.twin!r} must offer the same legitimate load "

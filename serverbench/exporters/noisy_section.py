@@ -10,6 +10,8 @@ from ..results.noisy import INTRO, RULES, verdict_text
 from ..rules.agreement import SPLIT
 
 KIND = "noisy"
+HEAVY_INTRO = ("The heavy requests themselves (medians over the repetitions of their own loadgen process, on the "
+               "same clock as the light ones): their successful rate, their p99 over every due one, and failures.")
 ENDED_INTRO = ("How each server ended the noise connections (medians over the repetitions of loadgen's counters): "
                "connections held at the peak, 4xx answers (garbage), and how the ones that ended did — closed by the "
                "server, reset, given up by the client after 2 s without an answer (garbage), or still open at the end.")
@@ -90,6 +92,10 @@ def ended_headers(wl: Any) -> list[str]:
 
 
 def _ended(g: Any | None) -> str:
+    if g is not None and g.figures.noise.noise_heavy_rps is not None:  # head-of-line: the heavy class itself
+        n = g.figures.noise
+        return (f"{fmt_num(n.noise_heavy_rps)} heavy req/s, p99 {fmt_us(n.noise_heavy_p99_us)}"
+                + (f", {fmt_num(n.noise_heavy_errors)} failed" if n.noise_heavy_errors else ""))
     if g is None or g.figures.noise.noise_held_peak is None:
         return "—"
     f = g.figures

@@ -26,7 +26,7 @@ from .html_tables import (capacity_table, cpu_per_request_table, efficiency_tabl
 from ..cost import table as cost
 from ..seeds import section as seeds_section
 from ..charts.cost_charts import bounded_label, cost_bar, lines_chart, tradeoff_chart
-from ..catalog.kinds import FIXED_DEMAND, OVER_TIME
+from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, TWINNED
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from ..results.formatting import fmt_us
 
@@ -111,7 +111,7 @@ def _noisy(page: Page, wl: WorkloadData) -> None:
     page.chart(noise_chart(noisy_section.ratios(wl), [r[0] for r in rows],
                            f"{wl.name}: legitimate p99 under each noise shape ÷ its quiet twin's (1 = unaffected)"),
                table(noisy_section.headers(wl), [[esc(c) for c in r] for r in rows], numeric_from=2)
-               + f'<p class="desc">{esc(noisy_section.ENDED_INTRO)}</p>'
+               + f'<p class="desc">{esc(noisy_section.HEAVY_INTRO if wl.kind == "head-of-line" else noisy_section.ENDED_INTRO)}</p>'
                + table(noisy_section.ended_headers(wl), [[esc(c) for c in r] for r in noisy_section.ended_rows(wl)],
                        numeric_from=99), "Log axis; the quiet twin is the same legitimate load in the same server "
                "start without noise.")
@@ -165,14 +165,14 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
                    "Both axes logarithmic: a row that scales linearly runs parallel to the dotted line; "
                    f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load "
                    "generator.")
-    if wl.kind == noisy_section.KIND:
+    if wl.kind in TWINNED:
         _noisy(page, wl)
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "
                    "without errors.")
     own = wl.load_points
-    detail = own if len(own) <= 3 or wl.kind == noisy_section.KIND else own[-1:]
+    detail = own if len(own) <= 3 or wl.kind in TWINNED else own[-1:]
     detail = detail + [p for p in wl.points if p.kind == ranking.EFFICIENCY]  # the fixed-rate step's
     for pt in detail:
         if wl.is_sweep or pt.kind == ranking.EFFICIENCY:

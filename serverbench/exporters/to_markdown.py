@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.aggregate import Group, RunResults
-from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS
+from ..catalog.kinds import FIXED_DEMAND, OVER_TIME, P99_KINDS, TWINNED
 from ..rules.fingerprint import describe_database, describe_db_choices, describe_split, normalize
 from . import tools_section
 from ..results.formatting import fmt_cpu, fmt_num, fmt_us
@@ -34,7 +34,7 @@ DB_COLUMN = "DB CPU µs/request; connections"
 
 
 def columns(kind: str, db: bool = False) -> list[str]:
-    cols = {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS,
+    cols = {"fixed-load": FIXED_LOAD_COLUMNS, "noisy": FIXED_LOAD_COLUMNS, "head-of-line": FIXED_LOAD_COLUMNS, "capacity": CAPACITY_COLUMNS,
             ranking.EFFICIENCY: EFFICIENCY_COLUMNS}.get(kind, COLUMNS)
     if db and "CPU µs/request" in cols:
         i = cols.index("CPU µs/request") + 1
@@ -209,8 +209,8 @@ def _noisy(wl: Any) -> list[str]:
     lines = ["### what the noise cost the legitimate traffic", "", rules[0], ""] + [f"- {r}" for r in rules[1:]]
     lines += ["", f"Verdicts: {noisy_section.verdict_counts(wl)}.", ""]
     lines += _table(noisy_section.headers(wl), noisy_section.rows(wl))
-    return lines + [noisy_section.ENDED_INTRO, ""] + _table(noisy_section.ended_headers(wl),
-                                                             noisy_section.ended_rows(wl))
+    intro = noisy_section.HEAVY_INTRO if wl.kind == "head-of-line" else noisy_section.ENDED_INTRO
+    return lines + [intro, ""] + _table(noisy_section.ended_headers(wl), noisy_section.ended_rows(wl))
 
 
 def _not_run(pt: Any) -> list[str]:
@@ -291,7 +291,7 @@ def render(run: Any, results: RunResults) -> bytes:
             lines += [f"Ranked by **{g0.metric}**: {g0.why}.", ""]
         if wl.kind == cores_section.KIND:
             lines += _scaling(wl)
-        if wl.kind == noisy_section.KIND:
+        if wl.kind in TWINNED:
             lines += _noisy(wl)
         for pt in wl.points:
             if wl.is_sweep or pt.kind == ranking.EFFICIENCY:

@@ -30,6 +30,7 @@ from ..model import FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan
 from ..store import ServerProfile
 from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
+from ..catalog.kinds import TWINNED
 from ..catalog.workloads import load_workloads
 DEFAULT_P99_LIMIT_US = 10_000.0
 DEGRADED_SHARE = 0.01  # a cell with more failed requests than this ranks after the clean ones
@@ -459,7 +460,7 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         labels = sorted({g.point for g in groups}, key=point_key)
         points = [_point(lbl, [g for g in groups if g.point == lbl], kind, by_key) for lbl in labels]
         _link_efficiency(points)
-        if kind == "noisy":
+        if kind in TWINNED:  # noise or heavy requests beside a quiet twin
             noisy.attach(groups)
         out.append(WorkloadData(name, wl.get("description") or "", points, _p99_limit_us(groups, wl), kind,
                                 bool(wl.get("ramp"))))

@@ -141,6 +141,10 @@ def counters(cells: list[Any]) -> dict[str, float | None]:
     }
     for k in ENDED:
         out[f"noise_{k}"] = med(lambda n, k=k: (n.get("ended") or {}).get(k))
+    # head-of-line's heavy requests (run/heavy_run.py): their rate and latency, a class of their own
+    out.update(noise_heavy_rps=med(lambda n: n.get("rps") if n.get("shape") == "heavy" else None),
+               noise_heavy_p99_us=med(lambda n: n.get("p99_us") if n.get("shape") == "heavy" else None),
+               noise_heavy_errors=med(lambda n: n.get("errors") if n.get("shape") == "heavy" else None))
     return out
 
 
@@ -162,6 +166,9 @@ class GroupNoise(FigureGroup):
     noise_reset: float | None = None
     noise_timeout: float | None = None
     noise_open_at_end: float | None = None
+    noise_heavy_rps: float | None = None  # head-of-line: the heavy requests' successful rate …
+    noise_heavy_p99_us: float | None = None  # … their own p99 over every due one …
+    noise_heavy_errors: float | None = None  # … and how many failed
 
 
 def verdict_text(f: GroupNoise) -> str | None:

@@ -52,6 +52,10 @@ COLUMNS: tuple[Work, ...] = (
          "the legitimate traffic's p99 while slowloris clients hold connections beside it"),
     Work("overload", (Source("stressgrid-overload", "devices=0-10000"),),
          "demand ramped past every row's capacity (Stressgrid): the peak it still served"),
+    Work("compress", (Source("compress", "kb=64"),),
+         "CPU work in the request: the gzip of 64 KiB of JSON per request, closed load (the library and the model)"),
+    Work("head-of-line", (Source("head-of-line", "heavy 1%"),),
+         "the light requests' p99 while 1 % of the requests gzip 1 MiB: what one heavy request costs the others"),
     # the restart: every connection reset, which every pool meets in production; the freeze (a stall)
     # is the workload's other point
     Work("db outage", (Source("tfb-db-outage", "restart"),),

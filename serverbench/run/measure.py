@@ -273,7 +273,8 @@ def steady_point(p: Point) -> Point:
     calibrated "N%" rate) as the closed-loop calibration load on their path."""
     if p.mode == "closed" or (p.mode == "open" and p.rate_fraction is None and p.stages is None):
         return p.model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s", "requests": None,
-                                    "time_limit": None, "stages": None, "noise": None, "twin": None})
+                                    "time_limit": None, "stages": None, "noise": None, "twin": None,
+                                    "heavy_path": None, "heavy_share": None})
     return calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
 
 

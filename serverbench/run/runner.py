@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import manifests as catalog
-from . import fixed_rate, measure, outage_run, split, tls_run
+from . import fixed_rate, heavy_run, measure, outage_run, split, tls_run
 from ..rules import cores
 from ..processes import memlimit, supervisor
 from .. import paths
@@ -83,6 +83,15 @@ def _cell_facts(opts: RunOptions, srv: Server, m: Any, w: Workload, size: Size, 
     return {"kind": w.kind, "workers": srv.workers, "bound": m.bound(srv.workers),
             "warmup_s": size.warmup_seconds(), "planned_s": p.planned_seconds(), "noise_twin": p.twin,
             "target_url": opts.target, "server_host": srv.host if opts.server_on_cluster else None}
+
+
+def _kind_reason(w: Workload, db: RunDatabase | None, opts: RunOptions) -> str | None:
+    """Why a workload of this kind cannot run in this run (None: it can)."""
+    if w.kind == "db-outage":
+        return outage_run.row_reason(db)
+    if w.kind == "head-of-line" and (opts.cluster or opts.target):
+        return "head-of-line runs its two request classes from this machine: run it without --cluster/--target"
+    return None
 
 
 def planned_seconds(plan: list, opts: RunOptions, gate: measure.Gate) -> float:
@@ -196,9 +205,7 @@ class Runner:
 
     def _run_one(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point]) -> None:
         """One (repetition, row, workload): its points on one start per key type, a cores point on its own."""
-        reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w)
-        if reason is None and w.kind == "db-outage":
-            reason = outage_run.row_reason(self.db)
+        reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w) or _kind_reason(w, self.db, self.opts)
         if reason is not None:
             for p in todo:
                 self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
@@ -315,7 +322,6 @@ class Runner:
         lg: LoadgenResult | None = None
         outage: outage_run.OutageRun | None = None
 
-
         def lg_run(point: Point, rate: float | None = None, warmup_s: float = 0.0) -> LoadgenResult:
             nonlocal loaded
             r = self.load(srv.url, point, default_path=w.path, client_cpus=client_cpus, rate=rate,
@@ -340,10 +346,13 @@ class Runner:
                 rate = self._rate(m, w, p, lg_run, metrics) if p.rate_fraction is not None else None
                 if p.outage is not None:  # the database taken away during the measured run (outage_run.py)
                     outage = outage_run.OutageRun(self.db, p, in_run, srv.url)
-                measured = (lambda: lg_run(p, rate, in_run)) if outage is None else \
-                    (lambda: outage.alongside(lambda: lg_run(p, rate, in_run)))
+                measured = ((lambda: heavy_run.measure(srv.url, p, w.path, client_cpus, metrics))
+                            if p.heavy_path is not None  # head-of-line: the heavy class beside it, one clock
+                            else (lambda: lg_run(p, rate, in_run)) if outage is None
+                            else (lambda: outage.alongside(lambda: lg_run(p, rate, in_run))))
                 metrics.update(measure.quiet_before_window(srv, p, db.pg.pid if db is not None and db.pg else None))
                 lg = sampling.run(measured, measure_after=in_run)
+                loaded += lg.measured_s if p.heavy_path is not None else 0.0
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
                     metrics["target_rate"] = rate
