@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import psycopg
 
 from ..catalog.workloads import OPEN_LOOP_WARMUP, Point, parse_duration
+from ..database.schema import DatabaseError
 from ..model import OutageFigures
 from ..overtime import outage, timeline
 from ..processes.loadgen import LoadgenError, LoadgenResult
@@ -83,12 +84,16 @@ class AckedWrites:
         self._stop.set()
         self._thread.join(timeout=WRITE_TIMEOUT_S + 1)
 
-    def lost(self, admin: dict[str, object]) -> int:
-        """Acknowledged rows whose value the table does not hold."""
+    def lost(self, admin: dict[str, object]) -> int | None:
+        """Acknowledged rows whose value the table does not hold (None: the table could not be read)."""
         if not self.acked:
             return 0
-        with psycopg.connect(**admin, autocommit=True) as c:
-            rows = c.execute("SELECT id, randomnumber FROM world WHERE id = ANY(%s)", (list(self.acked),)).fetchall()
+        try:
+            with psycopg.connect(**admin, autocommit=True) as c:
+                rows = c.execute("SELECT id, randomnumber FROM world WHERE id = ANY(%s)",
+                                 (list(self.acked),)).fetchall()
+        except psycopg.Error:
+            return None
         held = dict(rows)
         return sum(1 for i, v in self.acked.items() if held.get(i) != v)
 
@@ -114,15 +119,21 @@ class OutageRun:
         worker.start()
         if self.writes is not None:
             self.writes.start()
+        failed: DatabaseError | None = None
         try:
             at = t0 + self.measure_after + parse_duration(self.point.outage_at or "0s")
             worker.join(timeout=max(0.0, at - time.time()))
             if worker.is_alive():
-                self._take_away()
+                try:
+                    self._take_away()
+                except DatabaseError as e:  # the cell fails with it, once its load has ended
+                    failed = e
             worker.join()
         finally:
             if self.writes is not None:
                 self.writes.stop()
+        if failed is not None:
+            raise LoadgenError(f"the database did not come back from its {self.point.outage}: {failed}")
         result = box[0] if box else LoadgenError("the load ended without a result")
         if isinstance(result, BaseException):
             raise result
