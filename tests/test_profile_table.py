@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 import re
 import tomllib
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from test_report import load_fixture  # tests/ is on sys.path (pytest rootdir import mode)
 
+from serverbench.exporters import to_json
 from serverbench.exporters.report import load, write_report
 from serverbench.results import profile
 from serverbench.results.profile_columns import COLUMNS
@@ -127,6 +129,13 @@ def test_every_format_opens_with_the_profile(stored: tuple[Path, list[int]], tmp
     assert {(r["server"], r["work"], r["place_first"], r["place_last"]) for r in rows} >= {
         ("fast-a", "plaintext", "1", "2"), ("fast-b", "plaintext", "1", "2"), ("slow-c", "plaintext", "3", "3")}
     assert next(r for r in rows if r["server"] == "slow-c" and r["work"] == "tls-json")["why"] == profile.DECLARED
+    # the JSON export carries the same records, numbers as numbers
+    with Store(db) as store:
+        run, results = load(store, tls_run)
+    doc = json.loads(to_json.render(run, results))
+    recs = {(r["server"], r["work"]): r for r in doc["profile"]}
+    assert (recs[("fast-a", "plaintext")]["place_first"], recs[("fast-a", "plaintext")]["place_last"]) == (1, 2)
+    assert recs[("slow-c", "tls-json")]["why"] == profile.DECLARED and len(recs) == len(rows)
 
 
 def test_a_report_of_one_kind_of_work_is_unchanged(stored: tuple[Path, list[int]], tmp_path: Path) -> None:

@@ -150,24 +150,36 @@ def to_page(page: Any, results: Any) -> None:
              f"<tbody>{''.join(trs)}</tbody></table></div><ul>{items}</ul>")
 
 
-def render_csv(run: Any, results: Any) -> bytes:
-    """The profile as CSV, one line per row and kind of work (empty when there is no profile to show)."""
+def records(results: Any) -> list[dict[str, Any]]:
+    """The profile as records, one per row and kind of work, keyed by CSV_COLUMNS (empty without a profile)."""
     p = shown(results)
     if p is None:
-        return b""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+        return []
+    out = []
     for r in p.rows:
         for c in p.columns:
             x = r.cells[c.name]
             st = x.figure
-            w.writerow([r.server, r.model, r.language, c.name, c.workload, c.point, c.run_id, c.ranked_by,
-                        *(x.place if x.place else ("", "")),
-                        *((round(st.median, 4), round(st.ci_low, 4), round(st.ci_high, 4), round(st.ci_level, 4), st.n)
-                          if st is not None else ("",) * 5), x.note, x.why or "", x.reason or ""])
+            values = [r.server, r.model, r.language, c.name, c.workload, c.point, c.run_id, c.ranked_by,
+                      *(x.place if x.place else (None, None)),
+                      *((round(st.median, 4), round(st.ci_low, 4), round(st.ci_high, 4), round(st.ci_level, 4), st.n)
+                        if st is not None else (None,) * 5), x.note, x.why, x.reason]
+            out.append(dict(zip(CSV_COLUMNS, values)))
+    return out
+
+
+def render_csv(run: Any, results: Any) -> bytes:
+    """The profile as CSV, one line per row and kind of work (empty when there is no profile to show)."""
+    rows = records(results)
+    if not rows:
+        return b""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for rec in rows:
+        w.writerow(["" if rec[k] is None else rec[k] for k in CSV_COLUMNS])
     return buf.getvalue().encode("utf-8")
 
 
-__all__ = ["TITLE", "NOTE", "CSV_COLUMNS", "figure_text", "cell_text", "model_text", "headers", "ordered", "body", "sources",
+__all__ = ["TITLE", "NOTE", "CSV_COLUMNS", "records", "figure_text", "cell_text", "model_text", "headers", "ordered", "body", "sources",
            "footnotes", "shown", "markdown", "colour", "to_page", "render_csv"]

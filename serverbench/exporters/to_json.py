@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..results.aggregate import RunResults
+from . import profile_section
 
 
 def _cell(c: Any) -> dict[str, Any]:
@@ -26,6 +27,8 @@ def render(run: Any, results: RunResults) -> bytes:
         "tools": [{"workload": tc.workload, "point": tc.point, "finding": tc.finding,
                    "rows": [r.model_dump(mode="json") for r in tc.rows]} for tc in results.tools],
         "profiles": {s: p.dump() for s, p in results.profiles.items()},
+        # the profile table across kinds of work (profile_section.py), one record per row and kind; [] without one
+        "profile": profile_section.records(results),
         "cells": [_cell(c) for g in results.groups for c in g.ok + g.bad],
     }
     return (json.dumps(doc, indent=1, default=str) + "\n").encode("utf-8")
