@@ -297,6 +297,8 @@ class WarmupFigures(FigureGroup):
     warmup_steady_s: float | None = Field(None, description="seconds of load from the first request until steady")
     warmup_first_share: float | None = Field(None, description="the first second's rate ÷ the steady rate")
     warmup_max_s: float | None = Field(None, description="the warm-up's maximum (the size's steady_max)")
+    warmup_basis: str | None = Field(None, description="None: warmup_rates are requests/s; \"cpu\": an open load at "
+                                                       "a fixed rate, judged by requests per server CPU-second")
 
 
 class NoiseFigures(FigureGroup):

@@ -87,3 +87,27 @@ def test_a_kept_connection_points_warm_up_runs_inside_its_measured_run() -> None
     assert first.steady and first.steady_after_s == 8.0 and first.rates[-2:] == [0.0, 0.0]
     later = measure.judge_in_run(report, "throughput", size, False, 1.0)
     assert later.brief and later.rates == [5.0]
+
+
+def test_an_open_load_at_a_fixed_rate_is_judged_by_requests_per_server_cpu_second() -> None:
+    """Issue 49: at a fixed offered rate the rate is flat from the first second while a JIT still makes each
+    request cheaper; the rounds read requests per server CPU-second, so the warm-up goes on until that stops
+    rising, where the rate alone would have called it steady after 6 rounds."""
+    from serverbench.catalog.workloads import Point, Size
+    from serverbench.run import measure
+    import itertools
+    cpu_per_round = itertools.chain([0.5, 0.3, 0.2], itertools.repeat(0.1))
+    used = [0.0]
+
+    def load(point: Point) -> SimpleNamespace:
+        used[0] += next(cpu_per_round)  # the server's CPU over this round
+        return SimpleNamespace(report=SimpleNamespace(summary=SimpleNamespace(ok=1000), duration_s=1.0))
+
+    p = Point(label="fixed", mode="open", rate=1000, duration="5s")
+    size = Size(steady_max="20s", points=[p])
+    w = measure.warm_up(load, "fixed-load", size, p, first=True, cpu_s=lambda: used[0])
+    assert w.basis == warmup.CPU_BASIS and w.steady and len(w.rates) == 9, w.rates
+    assert [round(r) for r in w.rates[:4]] == [2000, 3333, 5000, 10000]
+    assert w.cell_figures().warmup_basis == "cpu"
+    # the same load judged by its rate (a server elsewhere: no CPU to read) is steady after 6 rounds
+    assert len(measure.warm_up(load, "fixed-load", size, p, first=True).rates) == 6

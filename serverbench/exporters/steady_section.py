@@ -38,8 +38,11 @@ def rows(results: RunResults) -> list[SteadyRow]:
     """One row per server of the first workload point whose cells were warmed to steady state."""
     for wl in results.workloads:
         for pt in wl.points:
+            # warm-ups judged by their rate only: an open load at a fixed rate is judged by its requests per
+            # server CPU-second (warmup.CPU_BASIS), not a rate this section's columns could show
             out = [SteadyRow(wl.name, pt.label, g, _rates(g)) for g in pt.groups
-                   if any(c.metrics.warmup.warmup_steady is not None for c in g.ok)]
+                   if any(c.metrics.warmup.warmup_steady is not None and not c.metrics.warmup.warmup_basis
+                          for c in g.ok)]
             if out:
                 return sorted(out, key=lambda r: (r.group.figures.warmup.steady_s is None,
                                                   r.group.figures.warmup.steady_s or 0, r.server))

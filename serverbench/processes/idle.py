@@ -21,7 +21,7 @@ LOOK_S = 0.1
 LIMIT_S = 30.0
 
 
-def _tree_cpu_s(pid: int) -> float:
+def tree_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process and its descendants alive now (0 when it is gone)."""
     total = 0.0
     try:
@@ -43,13 +43,13 @@ def wait_quiet(pids: list[int], limit_s: float = LIMIT_S) -> tuple[float, bool]:
     over one LOOK_S."""
     t0 = time.monotonic()
     while True:
-        before = [_tree_cpu_s(p) for p in pids]
+        before = [tree_cpu_s(p) for p in pids]
         time.sleep(LOOK_S)
-        used = [_tree_cpu_s(p) - b for p, b in zip(pids, before)]
+        used = [tree_cpu_s(p) - b for p, b in zip(pids, before)]
         if all(100.0 * u / LOOK_S < QUIET_PERCENT for u in used):
             return round(time.monotonic() - t0, 2), True
         if time.monotonic() - t0 >= limit_s:
             return round(time.monotonic() - t0, 2), False
 
 
-__all__ = ["wait_quiet", "QUIET_PERCENT", "LOOK_S", "LIMIT_S"]
+__all__ = ["wait_quiet", "tree_cpu_s", "QUIET_PERCENT", "LOOK_S", "LIMIT_S"]

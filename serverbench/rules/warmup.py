@@ -3,7 +3,8 @@
 A JIT (the JVM, V8, Mono) on one server core competes with the requests for that core, so a row
 reaches its speed only after seconds of load; a fixed warm-up is too short for the JVM and wasted
 on C. Before a server start's first point the runner loads it with that point's own load in
-one-second rounds (`warm_to_steady`) until the per-second successful rate is steady:
+one-second rounds (`warm_to_steady`) until the per-second successful rate is steady (for an open load
+at a fixed rate, whose rate is flat from the start, its requests per server CPU-second: `per_cpu_second`):
 
     the mean of the last WINDOW (3) seconds is not more than TOLERANCE (3 %) above the mean of the
     WINDOW seconds before them (the rate stopped rising), and it is above zero
@@ -63,6 +64,8 @@ class Warmup:
     wall_s: float = 0.0
     # judged afterwards over one run's seconds (`judge`): how many of `rates` it took to hold
     steady_at: int | None = None
+    # CPU_BASIS: `rates` are requests per server CPU-second (an open load at a fixed rate, `per_cpu_second`)
+    basis: str | None = None
 
     @property
     def steady_after_s(self) -> float | None:
@@ -91,14 +94,15 @@ class Warmup:
                              warmup_steady=None if self.brief else self.steady, warmup_brief=self.brief,
                              warmup_steady_s=self.steady_after_s,
                              warmup_first_share=None if self.first_share is None else round(self.first_share, 3),
-                             warmup_max_s=self.max_s or None)
+                             warmup_max_s=self.max_s or None, warmup_basis=self.basis)
 
 
 def warm_to_steady(one_second: Callable[[], float], max_s: float, *,
-                   clock: Callable[[], float] = time.monotonic) -> Warmup:
-    """Call `one_second()` (a one-second load returning its successful rate) until the rates are
-    steady or `max_s` seconds of warm-up have run. Errors from `one_second` propagate."""
-    w = Warmup(max_s=max_s)
+                   clock: Callable[[], float] = time.monotonic, basis: str | None = None) -> Warmup:
+    """Call `one_second()` (a one-second load returning its successful rate, or with `basis` CPU_BASIS its
+    requests per server CPU-second) until the figures are steady or `max_s` seconds of warm-up have run.
+    Errors from `one_second` propagate."""
+    w = Warmup(max_s=max_s, basis=basis)
     t0 = clock()
     while len(w.rates) * ROUND_S < max_s:
         w.rates.append(float(one_second()))
@@ -107,6 +111,22 @@ def warm_to_steady(one_second: Callable[[], float], max_s: float, *,
             break
     w.wall_s = clock() - t0
     return w
+
+
+CPU_BASIS = "cpu"
+CPU_TICK_S = 0.01
+
+
+def per_cpu_second(one_round: Callable[[], int], cpu_s: Callable[[], float]) -> Callable[[], float]:
+    """A round's figure for an open load at a fixed rate: its successful requests per second of the server's
+    CPU. At a fixed offered rate the rate is flat from the first second while a JIT is still making each
+    request cheaper (issue 49): what a warm server reaches is its cost, so the rule reads that instead."""
+    def one() -> float:
+        before = cpu_s()
+        ok = one_round()
+        # the kernel counts a process's CPU in clock ticks (10 ms): a round under a tick reads as one
+        return ok / max(cpu_s() - before, CPU_TICK_S)
+    return one
 
 
 def judge(rates: Sequence[float], max_s: float) -> Warmup:

@@ -224,6 +224,14 @@ class Sampling:
                 self.speed.speed_after_mib_s = _probe(cpus)
 
 
+def cpu_counter(srv: Server) -> Callable[[], float] | None:
+    """The server's process tree's CPU seconds so far, as a callable; None for a server elsewhere."""
+    if srv.pid is None or srv.host not in LOOPBACK:
+        return None
+    pid = srv.pid
+    return lambda: idle.tree_cpu_s(pid)
+
+
 def quiet_before_window(srv: Server, p: Point, db_pid: int | None = None) -> dict[str, Any]:
     """An open-load point's server (and database) given time to work off what a previous load left queued
     before the measured window (processes/idle.py): the cell's `quiet_wait_s`, and `busy_at_window` when
@@ -278,8 +286,11 @@ def steady_point(p: Point) -> Point:
     return calibration_point(p).model_copy(update={"label": "warmup", "duration": f"{warmup.ROUND_S:g}s"})
 
 
-def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool) -> warmup.Warmup | None:
-    """A start's first point: warm to steady state (warmup.py) with the point's own load; a later
+def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool,
+            cpu_s: Callable[[], float] | None = None) -> warmup.Warmup | None:
+    """A start's first point: warm to steady state (warmup.py) with the point's own load, judged by its
+    successful rate, or for an open load at a fixed rate by its requests per server CPU-second (`cpu_s`:
+    the server's CPU seconds so far; a server elsewhere has none, and is judged by its rate); a later
     point, or a workload that keeps its own shape (overload, soak): the size's brief `warmup`
     (None without one). Raises what the load raises."""
     if first and size.steady_max_seconds() > 0 and kind not in OVER_TIME:
@@ -288,6 +299,9 @@ def warm_up(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool
         def one_second() -> float:
             s = load(one).report
             return s.summary.ok / s.duration_s if s.duration_s else 0.0
+        if cpu_s is not None and p.mode == "open" and p.rate_fraction is None and p.stages is None:
+            rounds = warmup.per_cpu_second(lambda: int(load(one).report.summary.ok), cpu_s)
+            return warmup.warm_to_steady(rounds, size.steady_max_seconds(), basis=warmup.CPU_BASIS)
         return warmup.warm_to_steady(one_second, size.steady_max_seconds())
     if not size.warmup:
         return None
@@ -313,13 +327,13 @@ def _to_steady(kind: str | None, size: Size, first: bool) -> bool:
     return first and size.steady_max_seconds() > 0 and kind not in OVER_TIME
 
 
-def warm_up_point(load: PointLoad, kind: str | None, size: Size, p: Point,
-                  first: bool) -> tuple[warmup.Warmup | None, float]:
+def warm_up_point(load: PointLoad, kind: str | None, size: Size, p: Point, first: bool,
+                  cpu_s: Callable[[], float] | None = None) -> tuple[warmup.Warmup | None, float]:
     """Point `p`'s warm-up before its measured run: (warm_up's, 0) or, for a point that
     `keeps_connections`, (None, the seconds of loadgen --warmup its measured run starts with)."""
     if keeps_connections(p):
         return None, in_run_warmup_s(kind, size, p, first)
-    return warm_up(load, kind, size, p, first), 0.0
+    return warm_up(load, kind, size, p, first, cpu_s), 0.0
 
 
 def judge_in_run(report: Any, kind: str | None, size: Size, first: bool, seconds: float) -> warmup.Warmup | None:

@@ -333,7 +333,7 @@ class Runner:
             if not srv.alive():
                 raise LoadgenError(f"server exited with code {srv.returncode()} before this point")
             try:
-                warmed, in_run = measure.warm_up_point(lg_run, w.kind, size, p, first)
+                warmed, in_run = measure.warm_up_point(lg_run, w.kind, size, p, first, measure.cpu_counter(srv))
             except LoadgenError as e:
                 raise LoadgenError(f"warm-up: {e}") from None
             if warmed is not None:
