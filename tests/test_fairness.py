@@ -160,8 +160,14 @@ def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
               order_blocks=finder)
     res = runner.run_matrix(store, opts, **kw)
     fixed = [c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of]
-    assert asked == [2]
+    # the step reads the cells after the first repetition (then plans rep 2's point into the row's own
+    # start) and after the plan (the rest: the first repetition's, in a start of its own)
+    assert asked == [1, 3]
     assert sorted(c.repetition for c in fixed) == [1, 2]
+    by_rep = {c.repetition: c for c in fixed}
+    assert by_rep[1].metrics.timing.server_start_s is not None  # a start of its own: its first point
+    assert by_rep[2].metrics.timing.server_start_s is None  # after c=2 in the row's own start
+    assert by_rep[2].metrics.warmup.warmup_steady is None  # not warmed to steady again: the start is warm
     assert {c.point for c in fixed} == {"c=2 at a fixed rate"} and all(c.status == "ok" for c in fixed)
     assert all(c.metrics.offered.target_rate == 500.0 and c.metrics.fixed_rate_of == "c=2" for c in fixed)
     assert all(c.loadgen.config.get("mode") == "open" for c in fixed)

@@ -82,3 +82,30 @@ def test_a_noisy_row_says_whether_its_cpu_per_request_moved_with_its_rate(tmp_pa
     assert "server CPU per request varied as much (CV" in moved and "bench/machine_noise.py" in moved, moved
     steady = _noisy_group(tmp_path / "b", [10.0, 10.1, 9.9])
     assert "server CPU per request was steadier (CV 1.0%)" in steady, steady
+
+
+def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point() -> None:
+    """Issue 49: the step's point is measured right after the closed point in a planned row's own start,
+    at one rate per point for the whole run (the first plan's), rows planned later added."""
+    from serverbench.catalog.workloads import Point
+    from serverbench.model import FixedRatePlan
+    from serverbench.run import fixed_rate
+    seen: list[list] = [[FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0)],
+                        [FixedRatePlan("w", "c=400", ("a", "c"), 90_000.0)]]
+    ins = fixed_rate.InStart()
+    ins.finder = lambda cells: seen.pop(0)
+    ins.predict([])
+    ins.predict([])
+    plan = ins.plans[("w", "c=400")]
+    assert (plan.servers, plan.rate) == (("a", "b", "c"), 100_000.0)
+    assert ins.settle([FixedRatePlan("w", "c=400", ("d",), 80_000.0)])[0] == FixedRatePlan(
+        "w", "c=400", ("a", "b", "c", "d"), 100_000.0)
+    closed = Point(label="c=400", mode="closed", connections=400, duration="5s")
+    other = Point(label="c=64", mode="closed", connections=64, duration="5s")
+    got = ins.extend(2, "a", "w", [closed, other], set())
+    assert [p.label for p in got] == ["c=400", "c=400 at a fixed rate", "c=64"]
+    assert got[1].mode == "open" and got[1].rate == 100_000.0
+    assert fixed_rate.of_label(got[1].label) == {"fixed_rate_of": "c=400"} and fixed_rate.of_label("c=64") == {}
+    assert [p.label for p in ins.extend(2, "z", "w", [closed], set())] == ["c=400"]  # not planned
+    done = {("a", "w", "c=400 at a fixed rate", 2)}
+    assert [p.label for p in ins.extend(2, "a", "w", [closed], done)] == ["c=400"]  # measured already

@@ -15,7 +15,10 @@ the repetitions' noise, those rows are measured and ordered the same way (rankin
 tie by requests/s can still differ by the CPU each request costs.
 
 The step runs inside the run (resumable like every cell: stored cells are skipped), so `make bench`
-and `serverbench run` give the same answer. Which rows form a block is the aggregation's rule, so the
+and `serverbench run` give the same answer. From the second repetition on, a row the cells so far plan
+for measures its fixed-rate point in its own start, right after the closed point (`InStart`); what is
+left (the first repetition, rows that joined the plan later) gets starts of its own at the end, at the
+same rate. Which rows form a block is the aggregation's rule, so the
 CLI hands the runner a `BlockFinder` (results/aggregate.fixed_rate_plans); run/ imports nothing
 from results/.
 """
@@ -61,6 +64,53 @@ def fixed_point(p: Point, rate: float) -> Point:
                  duration=p.duration, requests=None, timeout=p.timeout, threads=p.threads, tls=p.tls)
 
 
+def of_label(point_label: str) -> dict[str, str]:
+    """The `fixed_rate_of` a cell of this point carries: the ordered point's label (none for other points)."""
+    return {"fixed_rate_of": point_label[:-len(SUFFIX)]} if point_label.endswith(SUFFIX) else {}
+
+
+class InStart:
+    """The step's points measured in the rows' own starts (issue 49): after each repetition the plans the
+    stored cells give so far (`finder`: a client-bound block forms from one repetition, a tie from two),
+    and in the later repetitions each planned row's start measures its fixed-rate point right after the
+    closed point it orders, with the brief warm-up (the start is warm), instead of a start of its own.
+    One rate per point for the whole run: the first plan's, kept when later plans add rows."""
+
+    def __init__(self) -> None:
+        self.finder: BlockFinder | None = None
+        self.plans: dict[tuple[str, str], FixedRatePlan] = {}
+
+    def predict(self, cells: list[CellRecord]) -> None:
+        """The plans so far, merged into the ones made before (their rate kept, rows added)."""
+        if self.finder is None:
+            return
+        for plan in self.settle(self.finder(cells)):
+            self.plans[(plan.workload, plan.point)] = plan
+
+    def settle(self, plans: list[FixedRatePlan]) -> list[FixedRatePlan]:
+        """`plans` at the rate already chosen for their point, with the rows planned before added."""
+        out = []
+        for plan in plans:
+            before = self.plans.get((plan.workload, plan.point))
+            if before is not None:
+                rows = tuple(sorted(set(before.servers) | set(plan.servers)))
+                plan = FixedRatePlan(plan.workload, plan.point, rows, before.rate)
+            out.append(plan)
+        return out
+
+    def extend(self, rep: int, server: str, workload: str, points: list[Point],
+               done: set[tuple[str, str, str, int]]) -> list[Point]:
+        """One start's points, each closed point this row is planned for followed by its fixed-rate point."""
+        out = []
+        for p in points:
+            out.append(p)
+            plan = self.plans.get((workload, p.label))
+            if plan is not None and server in plan.servers and p.mode == "closed" and \
+                    (server, workload, label(p.label), rep) not in done:
+                out.append(fixed_point(p, plan.rate))
+        return out
+
+
 def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
     """Measure every plan's rows at its rate, each repetition a fresh start, in the matrix's order
     (measure.rounds: repetitions outermost, every other one reversed); cells already stored are skipped."""
@@ -81,4 +131,4 @@ def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
         runner.run_start(rep, manifests[sid], w, runner.size(w), [fp], None, log, {"fixed_rate_of": plan.point})
 
 
-__all__ = ["SUFFIX", "BlockFinder", "Runner", "label", "fixed_point", "run_step"]
+__all__ = ["SUFFIX", "BlockFinder", "Runner", "InStart", "label", "of_label", "fixed_point", "run_step"]

@@ -85,6 +85,14 @@ def _cell_facts(opts: RunOptions, srv: Server, m: Any, w: Workload, size: Size, 
             "target_url": opts.target, "server_host": srv.host if opts.server_on_cluster else None}
 
 
+def cpu_overlap(opts: RunOptions, server_cpus: list[int]) -> bool:
+    """Whether the server's CPUs are also the load generator's: only when the load generator runs on
+    this machine (no --cluster, or local:N, whose workers share the client CPUs)."""
+    if opts.cluster and not opts.cluster.startswith("local:"):
+        return False
+    return bool(set(server_cpus) & set(opts.client_cpus or []))
+
+
 def _kind_reason(w: Workload, db: RunDatabase | None, opts: RunOptions) -> str | None:
     """Why a workload of this kind cannot run in this run (None: it can)."""
     if w.kind == "db-outage":
@@ -122,6 +130,7 @@ class Runner:
         self.cluster: Any = None  # cluster.LoadCluster, started at the first point that needs it
         self.db: RunDatabase | None = None  # the run's database, when a workload has the db feature
         self.tls = tls_run.RunTls(log_dir)  # the run's certificates, made at the first TLS start
+        self.in_start = fixed_rate.InStart()  # the fixed-rate step's points measured in the rows' own starts
         # rate_basis = "run": (workload, path) -> (the calibration's rps, the row it was measured on); one
         # calibration serves every point of a workload on the same path (rate=20% and rate=80% share it)
         self.capacities: dict[tuple[str, str], tuple[float, str]] = stored_capacities(store, run_id, workloads)
@@ -199,6 +208,7 @@ class Runner:
         for i, (rep, m, w, size, todo) in enumerate(plan):
             if i and plan[i - 1][0] != rep:
                 self.emit(RepetitionEnded(self.run_id, plan[i - 1][0], self.opts.repeat))
+                self.in_start.predict(self.store.cells(self.run_id))
             self._run_one(rep, m, w, size, todo)
         if plan:
             self.emit(RepetitionEnded(self.run_id, plan[-1][0], self.opts.repeat))
@@ -216,6 +226,7 @@ class Runner:
         starts = tls_run.starts([p for p in todo if p.server_cores is None])
         if KINDS[w.kind or "throughput"].start_per_point:  # what one point did to the row must not carry over
             starts = [[p] for shared in starts for p in shared]
+        starts = [self.in_start.extend(rep, m.id, w.name, shared, self.done) for shared in starts]
         for shared in starts:
             self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
         for p in todo:
@@ -235,14 +246,7 @@ class Runner:
         cpus = online[:k]
         tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", p.label)
         self.run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
-                        {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": self.cpu_overlap(cpus)})
-
-    def cpu_overlap(self, server_cpus: list[int]) -> bool:
-        """Whether the server's CPUs are also the load generator's: only when the load generator runs on
-        this machine (no --cluster, or local:N, whose workers share the client CPUs)."""
-        if self.opts.cluster and not self.opts.cluster.startswith("local:"):
-            return False
-        return bool(set(server_cpus) & set(self.opts.client_cpus or []))
+                        {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": cpu_overlap(self.opts, cpus)})
 
     def run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
                    log_path: Path, extra: dict[str, Any] | None = None) -> None:
@@ -263,7 +267,7 @@ class Runner:
                     p = pending[0]
                     self.emit(CellStarted(f"{m.id} · {w.name} · {p.label} · r{rep}"))
                     cell = self.run_point(srv, m, w, size, p, rep, client_cpus, first=len(pending) == len(todo))
-                    cell.metrics = cell.metrics.updated(extra)
+                    cell.metrics = cell.metrics.updated({**extra, **fixed_rate.of_label(p.label)})
                     if start_s is not None:
                         cell.metrics.timing.server_start_s = round(start_s, 3)
                         start_s = None
@@ -469,9 +473,11 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
                       unfinished="the run ended before its plan completed") as result:
         on_event(RunStarted(run_id, resume is not None, len(manifests), len(workloads), opts.repeat,
                             planned_seconds(plan, opts, runner.gate), list(opts.server_cpus or []), list(opts.client_cpus)))
+        runner.in_start.finder = order_blocks
         runner.run(plan)
         if order_blocks is not None:
-            fixed_rate.run_step(runner, order_blocks(store.cells(run_id)))
+            runner.done = store.done_keys(run_id)  # what the plan measured, the step's in-start points too
+            fixed_rate.run_step(runner, runner.in_start.settle(order_blocks(store.cells(run_id))))
     return result[0]
 
 
