@@ -355,7 +355,7 @@ class Runner:
                             else (lambda: lg_run(p, rate, in_run)) if outage is None
                             else (lambda: outage.alongside(lambda: lg_run(p, rate, in_run))))
                 metrics.update(measure.quiet_before_window(srv, p, db.pg.pid if db is not None and db.pg else None))
-                lg = sampling.run(measured, measure_after=in_run)
+                lg = sampling.run(measured, measure_after=heavy_run.LEAD_S if p.heavy_path else in_run)
                 loaded += lg.measured_s if p.heavy_path is not None else 0.0
                 metrics["harness_cpu_percent"] = sampling.harness_cpu_percent
                 if rate is not None:
