@@ -42,8 +42,9 @@ def study_cmd(servers: Optional[list[str]] = typer.Option(None, "--servers", "-s
                                              "and stop."),
               db: Optional[Path] = typer.Option(None, "--db", help="Results database.")) -> None:
     """Measure every row on every kind of work of the profile table (plaintext, JSON, the database
-    workloads, TLS, noisy neighbours, overload): build, verify, one resumable run per workload, then the
-    report opening with the profile table. Run it again after an interruption: it resumes."""
+    workloads, TLS, noisy neighbours, overload, CPU work, the database taken away): build, verify, one
+    resumable run per workload, then the report opening with the profile table. Run it again after an
+    interruption: it resumes."""
     from .. import paths
     from ..exporters.report import write_report
     store = open_store(db)
