@@ -150,4 +150,4 @@ def test_one_table_names_every_kind_a_workload_may_declare() -> None:
     assert set(kinds.RANKED_BY) == set(kinds.KINDS) | {"efficiency"}  # efficiency: the fixed-rate step's points
     assert kinds.OVER_TIME == ("overload", "soak", "db-outage")
     assert set(kinds.P99_KINDS) == {"fixed-load", "noisy", "soak", "head-of-line"}
-    assert kinds.TWINNED == ("noisy", "head-of-line")
+    assert kinds.TWINNED == ("noisy", "head-of-line") and kinds.FAILURES_MEASURED == ("db-outage",)

@@ -28,6 +28,9 @@ class KindRules:
     start_per_point: bool = False
     # a disturbed point beside its quiet twin (the same load in the same start): ratios and a verdict
     twinned: bool = False
+    # failures and a fallen rate are what the workload measures (its verdict says them): not a warning,
+    # not "degraded" or "did not hold" beside it
+    failures_measured: bool = False
 
 
 KINDS: dict[str, KindRules] = {
@@ -39,7 +42,7 @@ KINDS: dict[str, KindRules] = {
     "soak": KindRules(over_time=True, by_p99=True),
     "cores": KindRules(client_bound=True),
     "noisy": KindRules(fixed_demand=True, by_p99=True, twinned=True),
-    "db-outage": KindRules(over_time=True, start_per_point=True),
+    "db-outage": KindRules(over_time=True, start_per_point=True, failures_measured=True),
     "head-of-line": KindRules(fixed_demand=True, by_p99=True, twinned=True),
 }
 
@@ -52,6 +55,7 @@ OVER_TIME = _having("over_time")  # ("overload", "soak", "db-outage")
 FIXED_DEMAND = _having("fixed_demand")  # ("fixed-load", "noisy", "head-of-line")
 P99_KINDS = _having("by_p99")  # ("fixed-load", "soak", "noisy", "head-of-line")
 TWINNED = _having("twinned")  # ("noisy", "head-of-line")
+FAILURES_MEASURED = _having("failures_measured")  # ("db-outage",)
 CLIENT_BOUND_KINDS = _having("client_bound")  # ("throughput", "sweep", "cores")
 
 # What each kind ranks by, and why that metric fits it (shown with every ranking).
@@ -108,4 +112,5 @@ RANKED_BY: dict[str, tuple[str, str]] = {
 
 
 __all__ = ["Kind", "KindRules", "KINDS", "OVER_TIME", "FIXED_DEMAND", "P99_KINDS", "CLIENT_BOUND_KINDS", "TWINNED",
+           "FAILURES_MEASURED",
            "RANKED_BY"]

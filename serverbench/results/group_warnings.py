@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..catalog.kinds import FAILURES_MEASURED
 from ..rules import fairness
 from ..rules.shards import SKEW_WARN_MS
 from ..overtime import figures as overtime
@@ -51,14 +52,13 @@ def _noise_cause(rate_cv: float, cpu: Any) -> str:
 
 def _load_warnings(g: Any, add: Callable[[str, Any, str], None]) -> None:
     """Errors, a rate not held, requests unanswered or not sent, a window that began busy."""
-    # the outage workload's errors and fallen rate are what it measures: its verdict says them
-    outage = g.kind == "db-outage"
-    if (g.errors or g.timeouts) and not outage:
+    measured = g.kind in FAILURES_MEASURED  # the outage's errors and fallen rate: its verdict says them
+    if (g.errors or g.timeouts) and not measured:
         req = g.total(lambda m: m.counts.requests)
         share = f" in {req:,} requests ({g.errors / req:.2%})" if req else ""
         add("errors", "error", f"{g.errors:,} errors ({g.timeouts:,} timeouts){share}"
             + ("; degraded: ranked after the clean rows" if g.degraded and g.kind != "overload" else ""))
-    if g.held is False and not outage:
+    if g.held is False and not measured:
         add("did-not-hold", "error", f"did not hold {g.target_rate:,.0f} req/s (achieved "
                                      f"{g.rps.median if g.rps else 0:,.0f} successful)")
     unanswered = g.total(lambda m: m.offered.unanswered)

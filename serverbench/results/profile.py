@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
+from ..catalog.kinds import FAILURES_MEASURED
 from ..rules.fingerprint import normalize
 from . import ranking
 from .aggregate import Group, PointData, RunResults
@@ -246,9 +247,9 @@ def _note(g: Group) -> str:
         notes.append(f"unfair: {g.served_text()}")
     if g.not_steady:
         notes.append("not steady (ranked after the steady rows)")
-    if g.held is False and g.kind != ranking.OUTAGE:
+    if g.held is False and g.kind not in FAILURES_MEASURED:
         notes.append("did not hold the rate")
-    if g.degraded and g.kind != ranking.OUTAGE:  # the outage's errors are what it measures
+    if g.degraded and g.kind not in FAILURES_MEASURED:  # the outage's errors are what it measures
         notes.append("degraded")
     if g.client_bound_group:
         notes.append("load generator's limit")

@@ -15,7 +15,7 @@ import zlib
 
 from ..catalog import assets
 from .base import CheckFailed, CheckSkipped, Ctx, Session, expect, show
-from .endpoints import _proc_tree_cpu
+from .endpoints import proc_tree_cpu
 
 NOT_COMPRESS_ROW = "not a compress row"
 SIZES = (1, 64, assets.KIB_MAX)
@@ -78,10 +78,10 @@ def _not_cached(ctx: Ctx, s: Session, want: bytes, ref_cpu: float) -> str:
     """CheckFailed unless each of REPEATS requests for 4 MiB cost the server CPU near a compression's."""
     if ctx.pid is None:
         return "not checked for a cache (no server pid)"
-    before = _proc_tree_cpu(ctx.pid)
+    before = proc_tree_cpu(ctx.pid)
     for _ in range(REPEATS):
         _fetch(s, ctx, assets.KIB_MAX, want)
-    after = _proc_tree_cpu(ctx.pid)
+    after = proc_tree_cpu(ctx.pid)
     per = sum(v - before.get(k, 0.0) for k, v in after.items()) / REPEATS
     if per < CACHED_SHARE * ref_cpu:
         raise CheckFailed(f"{REPEATS} × /compress?kb=4096 cost the server {per * 1000:.1f} ms of CPU each, under "

@@ -62,7 +62,7 @@ def check_delay(ctx: Ctx) -> str:
     return f"waited {took * 1000:.0f} ms for ms=200; invalid/out-of-range parameters → 400"
 
 
-def _proc_tree_cpu(pid: int) -> dict[tuple[int, float], float]:
+def proc_tree_cpu(pid: int) -> dict[tuple[int, float], float]:
     """CPU seconds (user+system) of a process and its descendants, keyed by (pid, start)."""
     import psutil
 
@@ -98,10 +98,10 @@ def check_delay_cpu(ctx: Ctx) -> str:
         try:
             shares: list[tuple[float, float]] = []
             for _ in range(2):
-                before = _proc_tree_cpu(ctx.pid)
+                before = proc_tree_cpu(ctx.pid)
                 w0 = time.monotonic()
                 time.sleep(0.7)
-                after = _proc_tree_cpu(ctx.pid)
+                after = proc_tree_cpu(ctx.pid)
                 shares.append((sum(v - before.get(k, 0.0) for k, v in after.items()), time.monotonic() - w0))
         except Exception as e:  # psutil.NoSuchProcess, AccessDenied
             raise CheckFailed(f"cannot sample CPU of pid {ctx.pid}: {e}") from e
