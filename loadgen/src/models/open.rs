@@ -159,6 +159,20 @@ impl Open {
         }
     }
 
+    /// Requests due in the warm-up and still waiting for a connection when the measured window
+    /// starts are never sent: they are the warm-up's, and an overloaded server would spend the window
+    /// on them while every measured request waited behind (python-fastapi on tfb-fortunes at 80 %:
+    /// 0 of 86,448 measured requests sent, the window taken by the 0.5 s warm-up's 10,800). The
+    /// backlog is in due order, so they are at its front.
+    fn drop_warmup_backlog(&mut self, now: Instant) {
+        if now < self.measure_start {
+            return;
+        }
+        while matches!(self.backlog.front(), Some(&due) if due < self.measure_start) {
+            self.pop_front();
+        }
+    }
+
     fn slot_gone(&mut self, i: usize) {
         self.is_idle[i] = false;
         self.pool -= 1;
@@ -173,6 +187,7 @@ impl Model for Open {
 
     fn tick<I: Io>(&mut self, io: &mut I, now: Instant) {
         self.enqueue_due(io, now);
+        self.drop_warmup_backlog(now);
         while let Some(&intended) = self.backlog.front() {
             let measured = intended >= self.measure_start;
             let i = match self.pop_idle() {
@@ -284,6 +299,28 @@ mod tests {
             pool_max,
             max_backlog: 1000,
         }
+    }
+
+    #[test]
+    fn the_warmups_unsent_requests_do_not_take_the_measured_window() {
+        // one connection, never answered: everything due in the 100 ms warm-up waits behind it
+        let t0 = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut p = plan(1000.0, 1, t0);
+        p.measure_start = t0 + 100 * ms;
+        let mut io = FakeIo::default();
+        let mut m = Open::new(p);
+        m.start(&mut io, t0);
+        m.tick(&mut io, t0 + 99 * ms);
+        assert_eq!(io.sends().len(), 1, "the pool's one connection took the first request");
+        assert!(m.queued() > 90, "the warm-up's requests wait: {}", m.queued());
+        // the window opens and the connection is free: the next request sent is a measured one
+        io.answer(0);
+        m.on_response(&mut io, 0, t0 + 101 * ms, true);
+        m.tick(&mut io, t0 + 101 * ms);
+        assert_eq!(io.sends().len(), 2);
+        assert!(io.intended[1] >= t0 + 100 * ms, "a warm-up request was sent in the window");
+        assert!(m.queued() <= 2, "only the window's own requests wait: {}", m.queued());
     }
 
     #[test]
