@@ -97,7 +97,7 @@ def test_the_sweep_stays_on_the_server_cpus_given(tmp_path: Path) -> None:
     # --server-cpus 0-7 --client-cpus 8-15 on 16 CPUs: 1, 2, 4, 8, never the load generator's CPUs
     r = _runner(tmp_path, 16, server_cpus=list(range(8)), client_cpus=list(range(8, 16)), split="manual")
     assert [p.label for p in r.size(w).points] == ["cores=1", "cores=2", "cores=4", "cores=8"]
-    assert not any(r.cpu_overlap(r._sweep_cpus()[:k]) for k in (1, 2, 4, 8))
+    assert not any(runner.cpu_overlap(r.opts, r._sweep_cpus()[:k]) for k in (1, 2, 4, 8))
     # --server-cpus 0 --client-cpus 1 on 2 CPUs: cores=1 only
     r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1], split="manual")
     assert [p.label for p in r.size(w).points] == ["cores=1"]
@@ -116,10 +116,10 @@ def test_the_sweep_stays_on_the_server_cpus_given(tmp_path: Path) -> None:
 
 def test_overlap_on_a_two_cpu_split(tmp_path: Path) -> None:
     r = _runner(tmp_path, 2, server_cpus=[0], client_cpus=[1])
-    assert [r.cpu_overlap(list(range(k))) for k in (1, 2)] == [False, True]
+    assert [runner.cpu_overlap(r.opts, list(range(k))) for k in (1, 2)] == [False, True]
     # local workers share this machine's client CPUs; a remote load generator does not
-    assert _runner(tmp_path, 2, client_cpus=[1], cluster="local:2").cpu_overlap([0, 1]) is True
-    assert _runner(tmp_path, 2, client_cpus=[1], cluster="tcp://10.0.0.2:8786").cpu_overlap([0, 1]) is False
+    assert runner.cpu_overlap(_runner(tmp_path, 2, client_cpus=[1], cluster="local:2").opts, [0, 1]) is True
+    assert runner.cpu_overlap(_runner(tmp_path, 2, client_cpus=[1], cluster="tcp://10.0.0.2:8786").opts, [0, 1]) is False
 
 
 # -- aggregation and report, from synthetic cells ----------------------------------------------------
