@@ -6,6 +6,7 @@ It does not decode chunked request bodies, so /echo does that itself below.
 There is no worker knob: every connection gets its own (daemon) thread, $WORKERS is unused.
 The database endpoints (db.py) use psycopg 3, the row's one third-party package.
 """
+import gzip
 import json
 import os
 import re
@@ -24,8 +25,11 @@ import db
 MAX_BODY = 1 << 20
 MAX_DELAY_MS = 60000
 HELLO_FILE = os.environ.get("HELLO_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/hello.html")
+COMPRESS_FILE = os.environ.get("COMPRESS_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/compress.json")
 XS = b"x" * MAX_BODY  # /delay bodies are slices of this
 DIGITS = re.compile(r"[0-9]{1,9}")
+COMPRESS_KB_MAX = 4096
+compress_doc = None  # $COMPRESS_FILE's bytes, read once in main()
 
 counter = 0
 counter_lock = threading.Lock()
@@ -68,9 +72,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):
         pass  # no per-request logging
 
-    def send(self, status, content_type, body, close=False):
+    def send(self, status, content_type, body, close=False, headers=()):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         if close:
             self.send_header("Connection", "close")
@@ -147,7 +153,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send(200, "application/octet-stream", body)
             return
-        if path not in ("/", "/json", "/file", "/delay", "/tenth") + db.PATHS:
+        if path not in ("/", "/json", "/file", "/delay", "/tenth", "/compress") + db.PATHS:
             self.send(404, "text/plain", b"Not Found")
             return
         if not get:
@@ -164,6 +170,8 @@ class Handler(BaseHTTPRequestHandler):
             with open(HELLO_FILE, "rb") as f:
                 data = f.read()
             self.send(200, "text/html", data)
+        elif path == "/compress":
+            self.serve_compress(query)
         elif path == "/delay":
             params = parse_qs(query, keep_blank_values=True)
             ms = int_param(params, "ms", MAX_DELAY_MS, 0)
@@ -186,6 +194,17 @@ class Handler(BaseHTTPRequestHandler):
             if value % 10 == 0 and ms:
                 time.sleep(ms / 1000)
             self.send(200, "text/plain", str(value).encode())
+
+    def serve_compress(self, query):
+        kb = int_param(parse_qs(query, keep_blank_values=True), "kb", COMPRESS_KB_MAX, None)
+        if not kb:  # missing, malformed, 0 or above 4096
+            self.send(400, "text/plain", b"Bad Request")
+            return
+        # Compressed on this request, inline on the connection's own thread (its model: a thread per
+        # connection). gzip.compress → zlib.compress, whose deflate() runs with the GIL released
+        # (CPython's Modules/zlibmodule.c, Py_BEGIN_ALLOW_THREADS around deflate()).
+        body = gzip.compress(compress_doc[:kb * 1024], compresslevel=6)
+        self.send(200, "application/json", body, headers=(("Content-Encoding", "gzip"),))
 
     def serve_db(self, path, query):
         if pool is None:
@@ -258,8 +277,10 @@ def main():
         # SSLSockets. Without the handshake on accept: it runs at the connection's first read,
         # on its own thread, rather than every handshake on the one accepting thread.
         server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-    global pool
+    global pool, compress_doc
     pool = db.open_pool()
+    with open(COMPRESS_FILE, "rb") as f:  # /compress's document, read once
+        compress_doc = f.read()
     scheme = "https" if tls else "http"
     print(f"python-stdlib listening on {host}:{port} ({scheme}, a thread per connection)", flush=True)
     server.serve_forever()
