@@ -6,6 +6,7 @@ asyncpg: each worker makes its own pool (max $DB_POOL, the harness's share for o
 its own event loop, in the lifespan, and each request borrows one connection for its queries.
 """
 import asyncio
+import gzip
 import os
 import random
 import re
@@ -24,6 +25,9 @@ MAX_BODY = 1 << 20
 MAX_DELAY_MS = 60000
 HELLO_FILE = os.environ.get("HELLO_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/hello.html")
 XS = b"x" * MAX_BODY  # /delay bodies are slices of this
+COMPRESS_FILE = os.environ.get("COMPRESS_FILE") or os.path.join(os.path.dirname(__file__), "../../assets/compress.json")
+with open(COMPRESS_FILE, "rb") as f:  # /compress's document, read once per worker process at start
+    COMPRESS_DOC = f.read()
 
 SELECT_WORLD = "SELECT id, randomNumber FROM World WHERE id = $1"
 UPDATE_WORLD = "UPDATE World SET randomNumber = $1 WHERE id = $2"
@@ -105,6 +109,16 @@ async def tenth(ms: int = Query(2000, ge=0, le=MAX_DELAY_MS)) -> str:
     if value % 10 == 0 and ms:
         await asyncio.sleep(ms / 1000)
     return str(value)
+
+
+# A plain `def`, as FastAPI's docs have it for blocking work ("Concurrency and async / await", "Path operation
+# functions": a normal def "is run in an external threadpool that is then awaited, instead of being called directly
+# (as it would block the server)"): Starlette's run_in_threadpool, on anyio's worker threads, while the event loop
+# goes on; CPython's zlib runs deflate() with the GIL released.
+@app.get("/compress")
+def compress(kb: int = Query(ge=1, le=4096)) -> Response:
+    body = gzip.compress(COMPRESS_DOC[:kb * 1024], compresslevel=6)  # compressed on every request
+    return Response(body, media_type="application/json", headers={"Content-Encoding": "gzip"})
 
 
 async def connection(request: Request) -> AsyncIterator[asyncpg.Connection]:
