@@ -5,6 +5,7 @@ const http = require('node:http');
 const https = require('node:https');
 const fs = require('node:fs');
 const path = require('node:path');
+const zlib = require('node:zlib');
 const { dbRoutes } = require('./db.js');
 
 const MAX_BODY = 1 << 20;
@@ -12,6 +13,7 @@ const MAX_DELAY_MS = 60000;
 const helloFile = process.env.HELLO_FILE || path.resolve('../../assets/hello.html');
 const xs = Buffer.alloc(MAX_BODY, 'x'); // /delay bodies are slices of this
 let counter = 0; // one event loop per process: increments never interleave
+let compressDoc = null; // $COMPRESS_FILE, read once at the first /compress
 
 function send(res, status, type, body, close = false) {
   const headers = { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) };
@@ -92,6 +94,7 @@ function handle(req, res, dbRoute) {
     case '/file':
     case '/delay':
     case '/tenth':
+    case '/compress':
       if (!get) {
         res.setHeader('Allow', 'GET, HEAD');
         return send(res, 405, 'text/plain', 'Method Not Allowed');
@@ -132,6 +135,19 @@ function handle(req, res, dbRoute) {
       const value = ++counter;
       const reply = () => send(res, 200, 'text/plain', String(value));
       return value % 10 === 0 ? setTimeout(reply, ms) : reply();
+    }
+    case '/compress': {
+      const kb = intParam(params, 'kb', 4096, null);
+      if (!kb) return badRequest(res); // missing, malformed, 0 or above 4096
+      compressDoc ??= fs.readFileSync(process.env.COMPRESS_FILE);
+      // The asynchronous zlib.gzip, as Node's docs recommend (zlib: "Threadpool usage and performance
+      // considerations"; the "Don't block the event loop" guide): deflate runs on libuv's thread pool,
+      // the event loop goes on serving. Compressed on every request, level 6 (zlib's default).
+      return zlib.gzip(compressDoc.subarray(0, kb * 1024), { level: 6 }, (err, gz) => {
+        if (err) return send(res, 500, 'text/plain', 'Internal Server Error');
+        res.setHeader('Content-Encoding', 'gzip');
+        send(res, 200, 'application/json', gz);
+      });
     }
   }
 }
