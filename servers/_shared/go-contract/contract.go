@@ -1,6 +1,7 @@
 // Package gocontract is what SPEC.md fixes for both Go rows (go-tcp, go-nethttp),
 // written once instead of twice: the settings the harness passes and the bind, the
-// limits, the /json body, the /delay and /tenth query rules and bodies, the
+// limits, the /json body, the /delay, /tenth and /compress query rules and bodies
+// (with compress/gzip for the rows that use the standard library's), the
 // process-wide /tenth counter, and the cached Date value for the row that writes its
 // own response head (go-tcp; net/http adds its own).
 //
@@ -12,6 +13,7 @@ package gocontract
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -27,6 +30,7 @@ const (
 	MaxBody        = 1 << 20 // POST /echo limit, and the most /delay?bytes= asks for
 	MaxDelayMS     = 60000   // /delay and /tenth wait at most this long
 	TenthDefaultMS = 2000    // /tenth waits this long on every tenth request when no ms is given
+	MaxCompressKB  = 4096    // /compress?kb= at most this (the whole $COMPRESS_FILE is a little more)
 )
 
 var (
@@ -139,6 +143,42 @@ func Tenth(rawQuery string) (count int64, wait time.Duration, ok bool) {
 		wait = time.Duration(ms) * time.Millisecond
 	}
 	return count, wait, true
+}
+
+// compressDoc is $COMPRESS_FILE, read once, at the first /compress.
+var compressDoc = sync.OnceValues(func() ([]byte, error) {
+	return os.ReadFile(os.Getenv("COMPRESS_FILE"))
+})
+
+// CompressInput applies the rules of GET /compress?kb=N to a raw query string: the
+// first N KiB of $COMPRESS_FILE (a slice of the document read once, never to be
+// modified), to be compressed by the caller on this request. ok false means 400
+// (kb missing, empty, not plain digits, or outside 1..4096); err is a failed read
+// of the file (500).
+func CompressInput(rawQuery string) (data []byte, ok bool, err error) {
+	q, _ := url.ParseQuery(rawQuery)
+	kb, ok := intParam(q, "kb", MaxCompressKB, 0) // absent: 0, refused below
+	if !ok || kb < 1 {
+		return nil, false, nil
+	}
+	doc, err := compressDoc()
+	if err != nil {
+		return nil, true, err
+	}
+	return doc[:min(kb*1024, len(doc))], true, nil
+}
+
+// Gzip is data gzipped (RFC 1952) with the standard library's compress/gzip at
+// level 6 (gzip.DefaultCompression is 6: compress/flate, Go's own deflate, not
+// zlib), the way a net/http user writes it; a new Writer per call, nothing cached.
+// It runs on the calling goroutine: Go gives each request or connection its own,
+// and the scheduler preempts a long one, so CPU work stays inline.
+func Gzip(data []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // the error is only for an invalid level
+	zw.Write(data)                                              // into a bytes.Buffer: cannot fail
+	zw.Close()
+	return buf.Bytes()
 }
 
 // intParam is the first value of key as a whole number in [0, max], def when key

@@ -2,7 +2,9 @@ package gocontract
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -36,6 +38,38 @@ func TestIntParam(t *testing.T) {
 		q, _ := url.ParseQuery(query)
 		if n, good := intParam(q, "ms", 10, 7); good {
 			t.Errorf("%q: got (%d, true), want a 400", query, n)
+		}
+	}
+}
+
+func TestCompress(t *testing.T) {
+	doc := bytes.Repeat([]byte(`{"id":1,"name":"x"},`), 300000) // > 4 MiB
+	path := t.TempDir() + "/doc.json"
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COMPRESS_FILE", path) // before the first CompressInput: the file is read once
+	for _, kb := range []int{1, 64, 4096} {
+		data, ok, err := CompressInput("kb=" + strconv.Itoa(kb))
+		if !ok || err != nil || !bytes.Equal(data, doc[:kb*1024]) {
+			t.Fatalf("kb=%d: got (%d bytes, %v, %v)", kb, len(data), ok, err)
+		}
+		out := Gzip(data)
+		if out[0] != 0x1f || out[1] != 0x8b { // RFC 1952 magic
+			t.Fatalf("kb=%d: not gzip: % x", kb, out[:2])
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(back, data) {
+			t.Fatalf("kb=%d: gunzip: %d bytes, %v", kb, len(back), err)
+		}
+	}
+	for _, query := range []string{"", "kb=", "kb=0", "kb=-1", "kb=4097", "kb=abc", "kb=1.5", "n=1"} {
+		if _, ok, _ := CompressInput(query); ok {
+			t.Errorf("%q: want a 400", query)
 		}
 	}
 }
