@@ -30,6 +30,7 @@ func main() {
 	mux.HandleFunc("GET /delay", delay)
 	mux.HandleFunc("GET /tenth", tenth)
 	mux.HandleFunc("POST /echo", echo)
+	mux.HandleFunc("GET /compress", compress)
 	db.register(mux) // /db, /queries, /fortunes, /updates (db.go)
 
 	srv := &http.Server{Handler: mux} // defaults: no timeouts, so idle keep-alive connections stay open
@@ -106,6 +107,24 @@ func tenth(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(wait)
 	}
 	reply(w, 200, "text/plain", strconv.AppendInt(nil, count, 10))
+}
+
+// compress gzips the first kb KiB of $COMPRESS_FILE on every request with
+// compress/gzip at level 6 (gocontract.Gzip), inline: net/http serves each
+// connection on its own goroutine, and Go's scheduler preempts a long-running
+// one, so CPU work in a handler needs no pool.
+func compress(w http.ResponseWriter, r *http.Request) {
+	data, ok, err := gocontract.CompressInput(r.URL.RawQuery)
+	if !ok {
+		badRequest(w)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	reply(w, 200, "application/json", gocontract.Gzip(data))
 }
 
 func echo(w http.ResponseWriter, r *http.Request) {
