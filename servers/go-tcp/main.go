@@ -282,7 +282,8 @@ func handle(req *request, r *bufio.Reader, w *bufio.Writer) (bool, error) {
 		return false, err
 	}
 	status, ctype, out := route(req, body, w)
-	writeHead(w, status, ctype, len(out), req.keepAlive, req.http10, isDBPath(req.path))
+	gzipped := req.path == "/compress" && status == 200 // the one encoded body
+	writeHead(w, status, ctype, len(out), req.keepAlive, req.http10, isDBPath(req.path), gzipped)
 	if req.method != "HEAD" {
 		w.Write(out)
 	}
@@ -297,7 +298,7 @@ func route(req *request, body []byte, w *bufio.Writer) (int, string, []byte) {
 			return 405, "text/plain", []byte("Method Not Allowed")
 		}
 		return dbRoute(req)
-	case "/", "/json", "/file", "/delay", "/tenth":
+	case "/", "/json", "/file", "/delay", "/tenth", "/compress":
 		if !get {
 			return 405, "text/plain", []byte("Method Not Allowed")
 		}
@@ -332,6 +333,18 @@ func route(req *request, body []byte, w *bufio.Writer) (int, string, []byte) {
 		}
 		sleep(wait, w)
 		return 200, "text/plain", out
+	case "/compress":
+		// compress/gzip at level 6 (gocontract.Gzip) on every request, inline on the
+		// connection's goroutine: Go's scheduler preempts a long one, so the other
+		// goroutines keep running (no pool needed).
+		data, ok, err := gocontract.CompressInput(req.query)
+		if !ok {
+			return 400, "text/plain", []byte("Bad Request")
+		}
+		if err != nil {
+			return 500, "text/plain", []byte("Internal Server Error")
+		}
+		return 200, "application/json", gocontract.Gzip(data)
 	default: // "/tenth"
 		count, wait, ok := gocontract.Tenth(req.query)
 		if !ok {
@@ -351,14 +364,17 @@ func sleep(d time.Duration, w *bufio.Writer) {
 }
 
 // writeHead writes the status line and headers; server adds the Server header that
-// SPEC asks of the database paths.
-func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10, server bool) {
+// SPEC asks of the database paths, gzipped Content-Encoding: gzip (/compress).
+func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10, server, gzipped bool) {
 	w.WriteString("HTTP/1.1 ")
 	w.WriteString(strconv.Itoa(status))
 	w.WriteByte(' ')
 	w.WriteString(statusText(status))
 	w.WriteString("\r\nContent-Type: ")
 	w.WriteString(ctype)
+	if gzipped {
+		w.WriteString("\r\nContent-Encoding: gzip")
+	}
 	w.WriteString("\r\nContent-Length: ")
 	w.WriteString(strconv.Itoa(n))
 	w.WriteString("\r\nDate: ")
@@ -378,7 +394,7 @@ func writeHead(w *bufio.Writer, status int, ctype string, n int, keep, http10, s
 // refuse answers a request that ends the connection (malformed, too large).
 func refuse(w *bufio.Writer, status int) {
 	text := statusText(status)
-	writeHead(w, status, "text/plain", len(text), false, false, false)
+	writeHead(w, status, "text/plain", len(text), false, false, false, false)
 	w.WriteString(text)
 	w.Flush()
 }
