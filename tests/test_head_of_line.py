@@ -95,7 +95,8 @@ def test_a_loop_that_compresses_inline_slows_its_light_requests(tmp_path: Path,
     heavy = cells["heavy"].metrics.noisy.noise
     assert heavy["shape"] == "heavy" and heavy["ok"] >= 10 and heavy["p99_us"] > 10_000, heavy  # 1 MiB gzips
     assert cells["heavy"].metrics.noisy.noise_twin == "quiet"
-    fp = {"cpu_model": "test", "cores": 2, "workloads": {"hol-test": w.facts()}}
+    fp = {"cpu_model": "test", "cores": 2, "workloads": {"hol-test": w.facts()},
+          "servers": {"ref": {"model": "event-loop", "choices": CHOICES}}}
     results = aggregate.collect(res.run_id, store.cells(res.run_id), fp, facts={})
     g = next(g for pt in results.workloads[0].points for g in pt.groups if g.point == "heavy")
     assert g.noise_effect is not None and g.noise_effect.verdict == "slowed", g.noise_effect
@@ -103,4 +104,11 @@ def test_a_loop_that_compresses_inline_slows_its_light_requests(tmp_path: Path,
     run = SimpleNamespace(id=res.run_id, fingerprint=fp, options={}, status="finished",
                           started_at="2026-01-01T00:00:00", finished_at=None)
     md = to_markdown.render(run, results).decode()
-    assert "heavy req/s, p99" in md and "→ slowed" in md, md
+    assert "Verdicts: heavy: 1 slowed." in md, md
+    # the head-of-line table: the declared cpu_work beside the light p99s, and what a 1 MiB gzip cost the server
+    row = next(line for line in md.splitlines() if line.startswith("| ref | event-loop | inline |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[6] == "slowed" and float(cells[5]) > 2, row
+    assert g.noise_effect.heavy_cpu_ms is not None and g.noise_effect.heavy_cpu_ms > 5, g.noise_effect  # ms of zlib
+    assert cells[7] == f"{g.noise_effect.heavy_cpu_ms:.1f} ms", row
+    assert "| event-loop | 1 |" in md, md  # the per-model table

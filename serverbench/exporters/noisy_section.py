@@ -10,8 +10,6 @@ from ..results.noisy import INTRO, RULES, verdict_text
 from ..rules.agreement import SPLIT
 
 KIND = "noisy"
-HEAVY_INTRO = ("The heavy requests themselves (medians over the repetitions of their own loadgen process, on the "
-               "same clock as the light ones): their successful rate, their p99 over every due one, and failures.")
 ENDED_INTRO = ("How each server ended the noise connections (medians over the repetitions of loadgen's counters): "
                "connections held at the peak, 4xx answers (garbage), and how the ones that ended did — closed by the "
                "server, reset, given up by the client after 2 s without an answer (garbage), or still open at the end.")
@@ -28,7 +26,7 @@ def shapes(wl: Any) -> list[str]:
     return out
 
 
-def _twin_group(wl: Any, server: str) -> Any | None:
+def twin_group(wl: Any, server: str) -> Any | None:
     """The quiet twin's group of `server` (the point every noise point of it names)."""
     twins = {g.figures.noise.noise_twin for pt in wl.points for g in pt.groups if g.figures.noise.noise_twin}
     for pt in wl.points:
@@ -69,7 +67,7 @@ def rows(wl: Any) -> list[list[str]]:
     """One row per server (in the quiet point's ranked order), one cell per noise shape."""
     by = _by_shape(wl)
     servers = sorted({g.server for pt in wl.points for g in pt.groups})
-    quiet = {s: _twin_group(wl, s) for s in servers}
+    quiet = {s: twin_group(wl, s) for s in servers}
     servers.sort(key=lambda s: (quiet[s] is None or quiet[s].place is None, quiet[s].place if quiet[s] else 0, s))
     out = []
     for s in servers:
@@ -92,10 +90,6 @@ def ended_headers(wl: Any) -> list[str]:
 
 
 def _ended(g: Any | None) -> str:
-    if g is not None and g.figures.noise.noise_heavy_rps is not None:  # head-of-line: the heavy class itself
-        n = g.figures.noise
-        return (f"{fmt_num(n.noise_heavy_rps)} heavy req/s, p99 {fmt_us(n.noise_heavy_p99_us)}"
-                + (f", {fmt_num(n.noise_heavy_errors)} failed" if n.noise_heavy_errors else ""))
     if g is None or g.figures.noise.noise_held_peak is None:
         return "—"
     f = g.figures

@@ -17,7 +17,7 @@ from ..results.aggregate import PointData, RunResults, Caveat, WorkloadData
 from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
-from . import database_section, models_section, noisy_section, profile_section, tls_section
+from . import database_section, hol_section, models_section, noisy_section, profile_section, tls_section
 from ..results import ranking
 from ..charts.timecharts import outage_chart, over_time_chart
 from .html_tables import (capacity_table, cpu_per_request_table, efficiency_table, errors_table, esc,
@@ -108,13 +108,20 @@ def _noisy(page: Page, wl: WorkloadData) -> None:
     page.add(f'<div class="rules"><p>{esc(rules[0])}</p><ul>' + "".join(f"<li>{esc(r)}</li>" for r in rules[1:])
              + f'</ul><p><b>Verdicts:</b> {esc(noisy_section.verdict_counts(wl))}.</p></div>')
     rows = noisy_section.rows(wl)
+    if wl.kind == "head-of-line":  # the light p99 beside the declared cpu_work and the heavy requests' cost
+        below = (f'<p class="desc">{esc(hol_section.INTRO)}</p>'
+                 + table(hol_section.HEADERS, [[esc(c) for c in r] for r in hol_section.rows(wl)], numeric_from=3)
+                 + f'<p class="desc">{esc(hol_section.MODEL_INTRO)}</p>'
+                 + table(hol_section.MODEL_HEADERS, [[esc(c) for c in r] for r in hol_section.model_rows(wl)],
+                         numeric_from=1))
+    else:
+        below = (table(noisy_section.headers(wl), [[esc(c) for c in r] for r in rows], numeric_from=2)
+                 + f'<p class="desc">{esc(noisy_section.ENDED_INTRO)}</p>'
+                 + table(noisy_section.ended_headers(wl), [[esc(c) for c in r] for r in noisy_section.ended_rows(wl)],
+                         numeric_from=99))
     page.chart(noise_chart(noisy_section.ratios(wl), [r[0] for r in rows],
                            f"{wl.name}: legitimate p99 under each noise shape ÷ its quiet twin's (1 = unaffected)"),
-               table(noisy_section.headers(wl), [[esc(c) for c in r] for r in rows], numeric_from=2)
-               + f'<p class="desc">{esc(noisy_section.HEAVY_INTRO if wl.kind == "head-of-line" else noisy_section.ENDED_INTRO)}</p>'
-               + table(noisy_section.ended_headers(wl), [[esc(c) for c in r] for r in noisy_section.ended_rows(wl)],
-                       numeric_from=99), "Log axis; the quiet twin is the same legitimate load in the same server "
-               "start without noise.")
+               below, "Log axis; the quiet twin is the same legitimate load in the same server start without noise.")
 
 
 def _over_time(page: Page, wl: WorkloadData, pt: PointData) -> None:

@@ -10,7 +10,7 @@ from ..rules.fingerprint import describe_database, describe_db_choices, describe
 from . import tools_section
 from ..results.formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
-from . import database_section, models_section, noisy_section, profile_section, tls_section
+from . import database_section, hol_section, models_section, noisy_section, profile_section, tls_section
 from ..cost import table as cost
 from ..results import ranking
 from ..seeds import section as seeds_section
@@ -208,9 +208,11 @@ def _noisy(wl: Any) -> list[str]:
     rules = noisy_section.rules()
     lines = ["### what the noise cost the legitimate traffic", "", rules[0], ""] + [f"- {r}" for r in rules[1:]]
     lines += ["", f"Verdicts: {noisy_section.verdict_counts(wl)}.", ""]
+    if wl.kind == "head-of-line":  # the light p99 beside the declared cpu_work and the heavy requests' cost
+        return (lines + [hol_section.INTRO, ""] + _table(hol_section.HEADERS, hol_section.rows(wl))
+                + [hol_section.MODEL_INTRO, ""] + _table(hol_section.MODEL_HEADERS, hol_section.model_rows(wl)))
     lines += _table(noisy_section.headers(wl), noisy_section.rows(wl))
-    intro = noisy_section.HEAVY_INTRO if wl.kind == "head-of-line" else noisy_section.ENDED_INTRO
-    return lines + [intro, ""] + _table(noisy_section.ended_headers(wl), noisy_section.ended_rows(wl))
+    return lines + [noisy_section.ENDED_INTRO, ""] + _table(noisy_section.ended_headers(wl), noisy_section.ended_rows(wl))
 
 
 def _not_run(pt: Any) -> list[str]:

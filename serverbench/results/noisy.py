@@ -49,6 +49,7 @@ class NoiseEffect:
     verdict: str | None  # the one every judged repetition gave, SPLIT, None: no repetition has both sides
     twin_held: bool | None  # the quiet twin itself held the offered rate (False: a starved baseline)
     verdict_counts: str | None = None  # how many repetitions gave each verdict: "slowed 2 of 3, unaffected 1"
+    heavy_cpu_ms: float | None = None  # head-of-line: server CPU per heavy request (heavy_cpu_ms_per_request)
 
 
 def verdict(p99_ratio: float | None, rate_ratio: float | None, p99_added_us: float | None) -> str | None:
@@ -97,6 +98,23 @@ def paired(noise: list[Any], quiet: list[Any]) -> tuple[float | None, float | No
     return med(0), med(1), med(2)
 
 
+def heavy_cpu_ms_per_request(noise: list[Any], quiet: list[Any]) -> float | None:
+    """head-of-line: the server CPU a heavy request cost, in ms (median over the repetitions): the server's
+    CPU per second beside the heavy class minus its quiet twin's in the same start, over the heavy requests
+    served per second. The light load is the same in both, so what is left is the heavy class's; None
+    outside head-of-line or without a served heavy request."""
+    twin = {c.repetition: c.metrics for c in quiet}
+    out = []
+    for c in noise:
+        q, m, n = twin.get(c.repetition), c.metrics, c.metrics.noisy.noise or {}
+        if q is None or n.get("shape") != "heavy" or not n.get("rps"):
+            continue
+        if m.usage.cpu_percent is None or q.usage.cpu_percent is None:
+            continue
+        out.append(1000 * (m.usage.cpu_percent - q.usage.cpu_percent) / 100 / float(n["rps"]))
+    return _median(out)
+
+
 def repetition_verdicts(noise: list[Any], quiet: list[Any]) -> list[str | None]:
     """Each repetition's verdict, by the same rules on its own ratios (None: it cannot be judged)."""
     return [verdict(p99, rate, added) for p99, rate, added in _pairs(noise, quiet)]
@@ -115,7 +133,8 @@ def attach(groups: list[Any]) -> None:
         p99_ratio, rate_ratio, _ = paired(g.ok, quiet)
         agreement = agree(repetition_verdicts(g.ok, quiet), VERDICTS)
         g.noise_effect = NoiseEffect(shape, twin, p99_ratio, rate_ratio, agreement.verdict,
-                                     q.held if q is not None else None, agreement.text())
+                                     q.held if q is not None else None, agreement.text(),
+                                     heavy_cpu_ms_per_request(g.ok, quiet))
 
 
 def shape_of(g: Any) -> str | None:
@@ -169,6 +188,7 @@ class GroupNoise(FigureGroup):
     noise_heavy_rps: float | None = None  # head-of-line: the heavy requests' successful rate …
     noise_heavy_p99_us: float | None = None  # … their own p99 over every due one …
     noise_heavy_errors: float | None = None  # … and how many failed
+    noise_heavy_cpu_ms: float | None = None  # … and the server CPU each cost (heavy_cpu_ms_per_request)
 
 
 def verdict_text(f: GroupNoise) -> str | None:
@@ -184,5 +204,5 @@ def figures(g: Any) -> GroupNoise:
     return GroupNoise(noise_shape=e.shape if e else shape_of(g), noise_twin=e.twin if e else twin_of(g),
                       noise_p99_ratio=e.p99_ratio if e else None, noise_rate_ratio=e.rate_ratio if e else None,
                       noise_verdict=e.verdict if e else None, noise_verdict_counts=e.verdict_counts if e else None,
-                      noise_twin_held=e.twin_held if e else None,
+                      noise_twin_held=e.twin_held if e else None, noise_heavy_cpu_ms=e.heavy_cpu_ms if e else None,
                       **counters(g.ok))
