@@ -28,6 +28,9 @@ import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
+import io.netty.util.concurrent.DefaultEventExecutorGroup;
+import io.netty.util.concurrent.EventExecutorGroup;
+import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -37,6 +40,7 @@ import java.util.ArrayDeque;
 import java.util.Date;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLException;
 
 /**
@@ -45,7 +49,8 @@ import javax.net.ssl.SSLException;
  * collects bodies up to 1 MiB (answering 413 and "100 Continue" itself), the handler
  * answers; /delay and /tenth wait on the loop's scheduler, nothing blocks. The database
  * paths (with $DATABASE_URL) run on Vert.x's reactive PostgreSQL client ({@link Database}) and
- * are answered on the connection's loop when the query completes.
+ * are answered on the connection's loop when the query completes. /compress gzips on a
+ * separate {@link EventExecutorGroup} and is answered on the connection's loop likewise.
  */
 public final class NettyServer {
     static final ObjectMapper MAPPER = new ObjectMapper();
@@ -64,6 +69,11 @@ public final class NettyServer {
             System.exit(1);
         }
         Database database = db;
+        byte[] compressDoc = compressDoc(env);
+        // /compress: gzip is long-running CPU work, which Netty's ChannelPipeline javadoc says to keep off the
+        // I/O threads ("so that the I/O thread is not blocked by a time-consuming task") on an EventExecutorGroup;
+        // one executor per event loop, as many as there are cores for the loops.
+        EventExecutorGroup cpuGroup = new DefaultEventExecutorGroup(env.workers());
         SslContext tls = tlsContext(env);   // null: plaintext
         EventLoopGroup acceptor = new NioEventLoopGroup(1);
         EventLoopGroup loops = new NioEventLoopGroup(env.workers());
@@ -82,7 +92,7 @@ public final class NettyServer {
                                 new HttpServerCodec(4096, 16 * 1024, 8192),
                                 new DateHeader(),
                                 new HttpObjectAggregator(Contract.MAX_BODY),
-                                new Handler(env.helloFile(), database));
+                                new Handler(env.helloFile(), database, compressDoc, cpuGroup));
                     }
                 });
         try {
@@ -91,6 +101,19 @@ public final class NettyServer {
             env.cannotListen(e.getMessage());   // exits
         }
         env.listening(env.workers() + " event loops");
+    }
+
+    /** $COMPRESS_FILE, read once at start; null without it (/compress then answers 503). */
+    private static byte[] compressDoc(ServerEnv env) {
+        String file = System.getenv("COMPRESS_FILE");
+        if (file == null || file.isEmpty()) return null;
+        try {
+            return Files.readAllBytes(Path.of(file));
+        } catch (IOException e) {
+            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
+            System.exit(1);
+            return null;
+        }
     }
 
     /**
@@ -152,12 +175,16 @@ public final class NettyServer {
 
         private final Path helloFile;
         private final Database db;   // null without $DATABASE_URL
+        private final byte[] compressDoc;   // null without $COMPRESS_FILE
+        private final EventExecutorGroup cpuGroup;
         private final ArrayDeque<Slot> pending = new ArrayDeque<>();
         private boolean closing;
 
-        Handler(Path helloFile, Database db) {
+        Handler(Path helloFile, Database db, byte[] compressDoc, EventExecutorGroup cpuGroup) {
             this.helloFile = helloFile;
             this.db = db;
+            this.compressDoc = compressDoc;
+            this.cpuGroup = cpuGroup;
         }
 
         @Override
@@ -230,6 +257,17 @@ public final class NettyServer {
                     later(ctx, slot, ok(req, "text/plain", body), keepAlive, Contract.tenthWaits(count) ? ms : 0);
                     return;
                 }
+                case "/compress": {
+                    if (!get) {
+                        notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
+                        return;
+                    }
+                    long kb = Contract.queryInt(query, "kb", 1, 4096, -1);
+                    if (kb < 0) answer(ctx, slot, text(req, HttpResponseStatus.BAD_REQUEST, "Bad Request"), keepAlive, false);
+                    else if (compressDoc == null) answer(ctx, slot, text(req, HttpResponseStatus.SERVICE_UNAVAILABLE, "Service Unavailable"), keepAlive, false);
+                    else compress(ctx, slot, req, keepAlive, (int) kb * 1024);
+                    return;
+                }
                 case "/echo":
                     if (!method.equals(HttpMethod.POST)) notAllowed(ctx, slot, req, keepAlive, "POST");
                     else answer(ctx, slot, ok(req, "application/octet-stream", req.content().retainedDuplicate()), keepAlive, false);
@@ -273,6 +311,21 @@ public final class NettyServer {
                 r.headers().set(HttpHeaderNames.SERVER, SERVER);
                 answer(ctx, slot, r, keepAlive, true);
             }));
+        }
+
+        /**
+         * /compress: the gzip of the document's first length bytes, made on cpuGroup (off the event
+         * loop) on every request; the response goes back to this connection's loop, as the database's does.
+         */
+        private void compress(ChannelHandlerContext ctx, Slot slot, FullHttpRequest req, boolean keepAlive, int length) {
+            cpuGroup.execute(() -> {
+                byte[] body = gzip(compressDoc, length);
+                ctx.executor().execute(() -> {
+                    FullHttpResponse r = ok(req, "application/json", Unpooled.wrappedBuffer(body));
+                    r.headers().set(HttpHeaderNames.CONTENT_ENCODING, "gzip");
+                    answer(ctx, slot, r, keepAlive, true);
+                });
+            });
         }
 
         /** The answer after ms milliseconds, on this connection's event loop timer. */
@@ -333,6 +386,17 @@ public final class NettyServer {
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The JDK's GZIPOutputStream: a gzip header and trailer around Deflater.DEFAULT_COMPRESSION, zlib's level 6. */
+    static byte[] gzip(byte[] data, int length) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
+            gz.write(data, 0, length);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);   // a ByteArrayOutputStream does not fail
+        }
+        return out.toByteArray();
     }
 
     static String rawQuery(String uri) {
