@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.Deque;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLContext;
 import org.xnio.Options;
 
@@ -24,7 +25,8 @@ import org.xnio.Options;
  * selector loop. Non-blocking work (/, /json, /echo, timers for /delay and
  * /tenth) stays on the IO thread; the blocking disk read of /file and the
  * blocking JDBC queries of the database paths are dispatched to Undertow's
- * worker pool, as Undertow's documentation says to do with blocking work.
+ * worker pool, as Undertow's documentation says to do with blocking work; so is
+ * the CPU-heavy gzip of /compress, which would hold the IO thread as long.
  */
 public final class UndertowServer implements HttpHandler {
     static final ObjectMapper MAPPER = new ObjectMapper();
@@ -34,10 +36,12 @@ public final class UndertowServer implements HttpHandler {
 
     private final Path helloFile;
     private final Database database;
+    private final byte[] compressDoc;   // $COMPRESS_FILE, read once at start; null without it (/compress: 503)
 
-    UndertowServer(Path helloFile, Database database) {
+    UndertowServer(Path helloFile, Database database, byte[] compressDoc) {
         this.helloFile = helloFile;
         this.database = database;
+        this.compressDoc = compressDoc;
     }
 
     public static void main(String[] args) {
@@ -53,7 +57,7 @@ public final class UndertowServer implements HttpHandler {
                 .setWorkerThreads(env.workers() * 8)
                 .setSocketOption(Options.BACKLOG, ServerEnv.BACKLOG)
                 // answers "Expect: 100-continue" when the handler starts reading the body
-                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile(), database)))
+                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile(), database, compressDoc(env))))
                 .build();
         try {
             server.start();
@@ -61,6 +65,18 @@ public final class UndertowServer implements HttpHandler {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);   // exits: XNIO's threads are already running
         }
         env.listening(env.workers() + " IO threads");
+    }
+
+    private static byte[] compressDoc(ServerEnv env) {
+        String file = System.getenv("COMPRESS_FILE");
+        if (file == null || file.isEmpty()) return null;
+        try {
+            return Files.readAllBytes(Path.of(file));
+        } catch (IOException e) {
+            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
+            System.exit(1);
+            return null;
+        }
     }
 
     @Override
@@ -120,6 +136,18 @@ public final class UndertowServer implements HttpHandler {
                 else if (ex.isInIoThread()) ex.dispatch(this);   // JDBC blocks: run again on a worker thread
                 else query(ex);
                 return;
+            case "/compress": {
+                if (!get) {
+                    notAllowed(ex, "GET, HEAD");
+                    return;
+                }
+                long kb = Contract.queryInt(ex.getQueryString(), "kb", 1, 4096, -1);
+                if (kb < 0) badRequest(ex);
+                else if (compressDoc == null) text(ex, 503, "Service Unavailable");
+                else if (ex.isInIoThread()) ex.dispatch(this);   // gzip holds the thread: run again on a worker thread
+                else compress(ex, (int) kb * 1024);
+                return;
+            }
             case "/echo":
                 if (!ex.getRequestMethod().equals(Methods.POST)) {
                     notAllowed(ex, "POST");
@@ -184,6 +212,19 @@ public final class UndertowServer implements HttpHandler {
     private static void tooLarge(HttpServerExchange ex) {
         ex.setPersistent(false);   // don't read the rest of the body: close after answering
         text(ex, 413, "Payload Too Large");
+    }
+
+    /**
+     * /compress on a worker thread: the JDK's GZIPOutputStream (Deflater.DEFAULT_COMPRESSION, zlib's
+     * level 6) over the document's first length bytes, on every request.
+     */
+    private void compress(HttpServerExchange ex, int length) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
+            gz.write(compressDoc, 0, length);
+        }
+        ex.getResponseHeaders().put(Headers.CONTENT_ENCODING, "gzip");
+        send(ex, 200, "application/json", ByteBuffer.wrap(out.toByteArray()));
     }
 
     /** Per request, with Jackson. */
