@@ -3,6 +3,7 @@
 # default build, without -Dpreview_mt), so $WORKERS has nothing to set.
 require "http/server"
 require "json"
+require "compress/gzip"
 
 MAX_BODY         = 1_048_576 # POST /echo limit and the largest /delay body
 MAX_MS           =    60_000 # /delay and /tenth wait at most this long
@@ -11,6 +12,10 @@ TENTH_DEFAULT_MS =      2000 # /tenth's wait on every tenth request without ms=
 HOST       = ENV.fetch("HOST", "127.0.0.1")
 PORT       = ENV.fetch("PORT", "8080")
 HELLO_FILE = ENV.fetch("HELLO_FILE", "../../assets/hello.html")
+
+# /compress: the document, read once at start; each request gzips its first kb KiB anew.
+COMPRESS_DOC    = File.read(ENV.fetch("COMPRESS_FILE", "../../assets/compress.json")).to_slice
+COMPRESS_KB_MAX = 4096
 
 # /tenth: one counter for the whole process. Fibers on one thread cannot
 # interleave an increment, but an Atomic states (and keeps) "no lost updates".
@@ -54,12 +59,13 @@ def bad_request(response) : Nil
 end
 
 ALLOWED = {
-  "/"      => "GET",
-  "/json"  => "GET",
-  "/file"  => "GET",
-  "/delay" => "GET",
-  "/tenth" => "GET",
-  "/echo"  => "POST",
+  "/"         => "GET",
+  "/json"     => "GET",
+  "/file"     => "GET",
+  "/delay"    => "GET",
+  "/tenth"    => "GET",
+  "/compress" => "GET",
+  "/echo"     => "POST",
 }
 
 server = HTTP::Server.new do |context|
@@ -105,6 +111,21 @@ server = HTTP::Server.new do |context|
     count = TENTH.add(1) + 1
     sleep ms.milliseconds if count % 10 == 0 && ms > 0
     reply(response, 200, "text/plain", count.to_s)
+  when "/compress"
+    kb = int_param(request.query_params, "kb", COMPRESS_KB_MAX, 0)
+    if kb.nil? || kb == 0
+      bad_request(response)
+      next
+    end
+    # Compress::Gzip::Writer (the stdlib's zlib binding) at level 6, inline on this fiber: in the default
+    # build every fiber runs on the one thread (spawn makes another fiber on it), so there is nowhere to
+    # move the work to, and the other connections wait while it compresses.
+    gzipped = IO::Memory.new
+    Compress::Gzip::Writer.open(gzipped, level: 6) do |gzip|
+      gzip.write(COMPRESS_DOC[0, kb * 1024])
+    end
+    response.headers["Content-Encoding"] = "gzip"
+    reply(response, 200, "application/json", gzipped.to_slice)
   when "/echo"
     # HTTP::Server has already decoded chunked framing in request.body.
     if (request.content_length || 0) > MAX_BODY
