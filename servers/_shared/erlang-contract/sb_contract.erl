@@ -1,26 +1,30 @@
 %% What SPEC.md fixes for the Erlang rows (erlang-mochiweb, erlang-yaws,
 %% erlang-inets), written once: the settings the harness passes, the /delay and
-%% /tenth query rules and bodies, the process-wide /tenth counter, the /echo limit
-%% and the bind-failure exit. Serving connections stays in each row.
+%% /tenth query rules and bodies, the process-wide /tenth counter, the /echo limit,
+%% the /compress parameter and gzip, and the bind-failure exit. Serving connections
+%% stays in each row.
 -module(sb_contract).
 -export([settings/1, int_param/4, delay_params/1, tenth_params/1, next_tenth/0,
-         xs/1, read_hello/0, max_body/0, cannot_listen/2, start/3, tls/1]).
+         xs/1, read_hello/0, compress/1, max_body/0, cannot_listen/2, start/3, tls/1]).
 
 -define(MAX_BODY, 1048576).   % POST /echo limit and the most /delay?bytes= asks for
 -define(MAX_MS, 60000).       % /delay and /tenth wait at most this long
 -define(TENTH, {?MODULE, tenth}).
 -define(HELLO, {?MODULE, hello_file}).
+-define(COMPRESS, {?MODULE, compress_doc}).
+-define(MAX_KB, 4096).        % /compress?kb= at most 4 MiB
 
 -type query() :: [{string(), string()}].
 
-%% {Ip, Port} from $HOST and $PORT; also creates the /tenth counter and
-%% remembers $HELLO_FILE. Call once at start-up.
+%% {Ip, Port} from $HOST and $PORT; also creates the /tenth counter,
+%% remembers $HELLO_FILE and reads $COMPRESS_FILE (once). Call once at start-up.
 -spec settings(string()) -> {inet:ip_address(), inet:port_number()}.
 settings(Name) ->
     Host = env("HOST", "127.0.0.1"),
     Port = list_to_integer(env("PORT", "8080")),
     persistent_term:put(?TENTH, counters:new(1, [atomics])),
     persistent_term:put(?HELLO, env("HELLO_FILE", "../../assets/hello.html")),
+    read_compress_file(env("COMPRESS_FILE", "")),
     case inet:parse_address(Host) of
         {ok, Ip} -> {Ip, Port};
         {error, _} -> cannot_listen(Name, {bad_host, Host})
@@ -81,6 +85,29 @@ xs(Bytes) ->
 %% The bytes of $HELLO_FILE, read from disk on every call.
 -spec read_hello() -> {ok, binary()} | {error, term()}.
 read_hello() -> file:read_file(persistent_term:get(?HELLO)).
+
+%% The document /compress serves, read once at start: a refc binary, so the
+%% persistent term holds a reference and binary:part/3 below copies nothing.
+read_compress_file("") -> ok;
+read_compress_file(Path) ->
+    {ok, Doc} = file:read_file(Path),
+    persistent_term:put(?COMPRESS, Doc).
+
+%% /compress?kb=N (1..4096): {ok, Gzip} of the first N KiB of $COMPRESS_FILE, or bad
+%% (answer 400). Compressed on every call, in the calling process (the request's own:
+%% the BEAM gives each connection a process), with Erlang's zlib module: zlib:gzip/1 is
+%% deflateInit(Z, default, deflated, 16+15, 8, default), and zlib's default level is 6
+%% (Z_DEFAULT_COMPRESSION; the output is byte-identical to deflateInit with level 6).
+%% Since OTP 20 zlib is a NIF fed 8 KiB of input per call from an Erlang loop
+%% (zlib.erl's dequeue_all_chunks), so the process is preempted between chunks like any
+%% other and needs no dirty scheduler or helper process.
+-spec compress([{string(), string()}]) -> {ok, binary()} | bad.
+compress(Query) ->
+    case int_param(Query, "kb", ?MAX_KB, 0) of
+        bad -> bad;
+        0 -> bad;   % kb=0, or no kb at all
+        Kb -> {ok, zlib:gzip(binary:part(persistent_term:get(?COMPRESS), 0, Kb * 1024))}
+    end.
 
 %% Bind failure: a message on stderr and a non-zero exit (SPEC.md, Process).
 -spec cannot_listen(string(), term()) -> no_return().
