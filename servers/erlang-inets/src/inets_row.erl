@@ -9,7 +9,7 @@
 -include_lib("inets/include/httpd.hrl").
 
 -define(NAME, "erlang-inets").
--define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates"]).
+-define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates", "/compress"]).
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
@@ -77,6 +77,12 @@ get("/tenth", Query) ->
             N = sb_contract:next_tenth(),
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(200, integer_to_list(N))
+    end;
+get("/compress", Query) ->
+    %% gzipped in this connection's process (sb_contract:compress/1, Erlang's zlib)
+    case sb_contract:compress(query(Query)) of
+        bad -> text(400, "Bad Request");
+        {ok, Gzip} -> reply(200, "application/json", [{content_encoding, "gzip"}], Gzip)
     end;
 get("/db", _) ->
     db(fun() -> json(world_json(sb_db:world())) end);
@@ -149,5 +155,9 @@ text(Code, Body) ->
     reply(Code, "text/plain", Body).
 
 reply(Code, Type, Body) ->
+    reply(Code, Type, [], Body).
+
+reply(Code, Type, Headers, Body) ->
     Bin = iolist_to_binary(Body),
-    {response, [{code, Code}, {content_type, Type}, {content_length, integer_to_list(byte_size(Bin))}], Bin}.
+    {response, [{code, Code}, {content_type, Type}, {content_length, integer_to_list(byte_size(Bin))} | Headers],
+     Bin}.
