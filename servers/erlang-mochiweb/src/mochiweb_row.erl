@@ -39,7 +39,7 @@ loop(Req) ->
         {Path, 'GET'} -> get(Path, Req);
         {Path, _} ->
             case lists:member(Path, ["/", "/json", "/file", "/delay", "/tenth",
-                                     "/db", "/queries", "/fortunes", "/updates"]) of
+                                     "/db", "/queries", "/fortunes", "/updates", "/compress"]) of
                 true -> text(Req, 405, "Method Not Allowed");
                 false -> text(Req, 404, "Not Found")
             end
@@ -67,6 +67,13 @@ get("/tenth", Req) ->
             N = sb_contract:next_tenth(),
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(Req, 200, integer_to_list(N))
+    end;
+get("/compress", Req) ->
+    %% gzipped in this connection's process (sb_contract:compress/1, Erlang's zlib)
+    case sb_contract:compress(mochiweb_request:parse_qs(Req)) of
+        bad -> text(Req, 400, "Bad Request");
+        {ok, Gzip} ->
+            respond(Req, {200, [{"Content-Type", "application/json"}, {"Content-Encoding", "gzip"}], Gzip})
     end;
 get("/db", Req) ->
     db(Req, fun() -> json(Req, world_json(sb_db:world())) end);
