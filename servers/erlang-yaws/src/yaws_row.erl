@@ -8,7 +8,7 @@
 -include("yaws_api.hrl").
 
 -define(NAME, "erlang-yaws").
--define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates"]).
+-define(PAGES, ["/", "/json", "/file", "/delay", "/tenth", "/db", "/queries", "/fortunes", "/updates", "/compress"]).
 
 main() ->
     {Ip, Port} = sb_contract:settings(?NAME),
@@ -93,6 +93,13 @@ get("/tenth", A) ->
             N = sb_contract:next_tenth(),
             N rem 10 =:= 0 andalso timer:sleep(Ms),
             text(200, integer_to_list(N))
+    end;
+get("/compress", A) ->
+    %% gzipped in this connection's process (sb_contract:compress/1, Erlang's zlib)
+    case sb_contract:compress(yaws_api:parse_query(A)) of
+        bad -> text(400, "Bad Request");
+        {ok, Gzip} ->
+            [{status, 200}, {header, {"Content-Encoding", "gzip"}}, {content, "application/json", Gzip}]
     end;
 get("/db", _) ->
     db(fun() -> json(world_json(sb_db:world())) end);
