@@ -8,6 +8,7 @@
 using System;
 using System.Collections.Generic;
 using System.IO;
+using System.IO.Compression;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
@@ -148,10 +149,12 @@ static class Server
 {
     const int MaxBody = 1 << 20;
     const int MaxDelayMs = 60000;
+    const int MaxCompressKb = 4096;
     static readonly byte[] Hello = Encoding.ASCII.GetBytes("Hello, World!");
     static readonly byte[] Xs = Encoding.ASCII.GetBytes(new string('x', MaxBody)); // /delay bodies come from here
     static readonly DataContractJsonSerializer JsonSerializer = new DataContractJsonSerializer(typeof(Message));
     static string helloFile;
+    static byte[] compressDoc; // $COMPRESS_FILE, read once at start; /compress gzips a prefix of it per request
     static long counter;
     static X509Certificate2 tlsCert; // with $TLS_CERT/$TLS_KEY: every connection speaks TLS
 
@@ -188,6 +191,8 @@ static class Server
         string host = Environment.GetEnvironmentVariable("HOST") ?? "127.0.0.1";
         string portText = Environment.GetEnvironmentVariable("PORT") ?? "8080";
         helloFile = Environment.GetEnvironmentVariable("HELLO_FILE") ?? "../../assets/hello.html";
+        string compressFile = Environment.GetEnvironmentVariable("COMPRESS_FILE");
+        if (!string.IsNullOrEmpty(compressFile)) compressDoc = File.ReadAllBytes(compressFile);
         int workers;
         if (!int.TryParse(Environment.GetEnvironmentVariable("WORKERS"), out workers) || workers < 1)
             workers = Environment.ProcessorCount;
@@ -353,7 +358,7 @@ static class Server
                 if (method != "POST") return await Text(conn, 405, "Method Not Allowed", keepAlive, version);
                 return await Respond(conn, 200, "application/octet-stream", body.GetBuffer(), 0, (int)body.Length, keepAlive, version, false);
             case "/": case "/json": case "/file": case "/delay": case "/tenth":
-            case "/db": case "/queries": case "/fortunes": case "/updates":
+            case "/db": case "/queries": case "/fortunes": case "/updates": case "/compress":
                 if (!get) return await Text(conn, 405, "Method Not Allowed", keepAlive, version);
                 break;
             default:
@@ -383,6 +388,23 @@ static class Server
                 if (ms < 0 || bytes < 0) return await Text(conn, 400, "Bad Request", keepAlive, version);
                 if (ms > 0) await Task.Delay(ms);
                 return await Respond(conn, 200, "text/plain", Xs, 0, bytes, keepAlive, version, head);
+            }
+            case "/compress":
+            {
+                int kb = IntParam(ParseQuery(query), "kb", MaxCompressKb, 0);
+                if (kb < 1) return await Text(conn, 400, "Bad Request", keepAlive, version);
+                // Compressed on every request, inline on the pool thread serving this connection:
+                // the row's requests already run on thread-pool threads, and .NET's guidance for
+                // CPU-bound work there is to run it synchronously, not to wrap it in Task.Run
+                // (ASP.NET Core Best Practices, "Avoid blocking calls": Task.Run then await only adds
+                // thread-pool scheduling). Mono's GZipStream ignores the CompressionLevel: its
+                // native helper (MonoPosixHelper's CreateZStream) calls deflateInit2 with
+                // Z_DEFAULT_COMPRESSION, zlib's level 6, and a gzip wrapper (windowBits 31).
+                var gz = new MemoryStream();
+                using (var zip = new GZipStream(gz, CompressionLevel.Optimal, true))
+                    zip.Write(compressDoc, 0, kb * 1024);
+                return await Respond(conn, 200, "application/json", gz.GetBuffer(), 0, (int)gz.Length, keepAlive, version, head,
+                                     false, "gzip");
             }
             case "/db": case "/queries": case "/fortunes": case "/updates":
                 return await DatabasePath(conn, path, query, keepAlive, version, head);
@@ -469,13 +491,15 @@ static class Server
     // Status line, headers and body in one write (headers alone first for big bodies). The
     // database paths name the server (SPEC), the others send no Server header.
     static async Task<bool> Respond(Connection conn, int status, string type, byte[] body, int offset, int length,
-                                    bool keepAlive, string version, bool headOnly, bool serverHeader = false)
+                                    bool keepAlive, string version, bool headOnly, bool serverHeader = false,
+                                    string contentEncoding = null)
     {
         var sb = new StringBuilder(160);
         sb.Append("HTTP/1.1 ").Append(status).Append(' ').Append(Reason(status)).Append("\r\n");
         sb.Append("Date: ").Append(HttpDate.Now()).Append("\r\n");
         if (serverHeader) sb.Append("Server: csharp-mono\r\n");
         sb.Append("Content-Type: ").Append(type).Append("\r\n");
+        if (contentEncoding != null) sb.Append("Content-Encoding: ").Append(contentEncoding).Append("\r\n");
         sb.Append("Content-Length: ").Append(length).Append("\r\n");
         if (!keepAlive) sb.Append("Connection: close\r\n");
         else if (version == "HTTP/1.0") sb.Append("Connection: keep-alive\r\n");
