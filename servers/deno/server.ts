@@ -7,6 +7,7 @@ const MAX_DELAY_MS = 60000;
 const helloFile = Deno.env.get("HELLO_FILE") || "../../assets/hello.html";
 const xs = new Uint8Array(MAX_BODY).fill(0x78); // /delay bodies are views of this ("x")
 let counter = 0; // single-threaded: increments never interleave
+let compressDoc: Uint8Array<ArrayBuffer> | null = null; // $COMPRESS_FILE, read once at the first /compress
 
 // String and Uint8Array bodies get a Content-Length from Deno (not chunked framing).
 // No "connection: close" on refusals: Deno.serve would send the header but not act on
@@ -65,6 +66,7 @@ async function handle(req: Request): Promise<Response> {
     case "/file":
     case "/delay":
     case "/tenth":
+    case "/compress":
       if (!get) return send(405, "text/plain", "Method Not Allowed");
       break;
     case "/echo":
@@ -87,6 +89,17 @@ async function handle(req: Request): Promise<Response> {
       if (ms === null || bytes === null) return badRequest();
       if (ms > 0) await sleep(ms);
       return send(200, "text/plain", xs.subarray(0, bytes));
+    }
+    case "/compress": {
+      const kb = intParam(url.searchParams, "kb", 4096, 0);
+      if (!kb) return badRequest(); // missing, malformed, 0 or above 4096
+      compressDoc ??= await Deno.readFile(Deno.env.get("COMPRESS_FILE")!);
+      // The web-standard CompressionStream, as Deno's docs show it ("Compress and decompress data",
+      // docs.deno.com/examples/compress_decompress/): gzip at flate2's default level (6, not settable),
+      // compressed on every request, on the JavaScript thread (Deno's op is synchronous).
+      const gzip = new Blob([compressDoc.subarray(0, kb * 1024)]).stream().pipeThrough(new CompressionStream("gzip"));
+      // A Content-Encoding of its own also keeps Deno.serve's automatic compression off this response.
+      return send(200, "application/json", await new Response(gzip).bytes(), { "content-encoding": "gzip" });
     }
     default: { // "/tenth"
       const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 2000);
