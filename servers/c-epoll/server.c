@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "db.h"
 #include "tls.h"
@@ -36,11 +37,14 @@
 #define MAX_FIELDS 128         /* SPEC asks for 64 */
 #define MAX_BODY (1 << 20)     /* largest /echo body */
 #define MAX_DELAY_MS 60000
+#define MAX_COMPRESS_KB 4096   /* /compress?kb= at most this */
 #define OUT_HIGH_WATER (1 << 20) /* stop answering pipelined requests while this much is unsent */
 
 static const char HELLO[] = "Hello, World!";
 static const char *hello_file;
 static atomic_ulong tenth_counter;
+static char *compress_doc;     /* $COMPRESS_FILE, read once at start (NULL: unset or unreadable) */
+static size_t compress_doc_len;
 static SSL_CTX *tls_ctx;      /* with $TLS_CERT/$TLS_KEY: every connection speaks TLS (tls.c) */
 
 /* ---- small growable buffer ------------------------------------------------------------ */
@@ -279,6 +283,55 @@ static void respond_file(conn_t *c, int keep, int http10) {
     close(fd);
     respond(c, 200, "text/html", body.p, body.len, keep, http10);
     buf_free(&body);
+}
+
+/* GET /compress: the first `kb` KiB of $COMPRESS_FILE, gzipped with zlib on this request
+ * (deflateInit2 with windowBits 15 + 16 for the gzip wrapper, level 6 = Z_DEFAULT_COMPRESSION),
+ * inline on the loop's thread: epoll gives no pool, and a loop per core is the model. */
+static void respond_compress(conn_t *c, long kb, int keep, int http10) {
+    if (!compress_doc) {
+        respond(c, 500, "text/plain", "no $COMPRESS_FILE", 17, keep, http10);
+        return;
+    }
+    size_t in_len = (size_t)kb * 1024 < compress_doc_len ? (size_t)kb * 1024 : compress_doc_len;
+    z_stream zs = {0};
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        respond(c, 500, "text/plain", "deflateInit2", 12, keep, http10);
+        return;
+    }
+    buf_t out = {0};
+    buf_reserve(&out, deflateBound(&zs, in_len));
+    zs.next_in = (unsigned char *)compress_doc;
+    zs.avail_in = (uInt)in_len;
+    zs.next_out = (unsigned char *)out.p;
+    zs.avail_out = (uInt)out.cap;
+    int rc = deflate(&zs, Z_FINISH); /* one call: deflateBound leaves room for all of it */
+    out.len = zs.total_out;
+    deflateEnd(&zs);
+    if (rc == Z_STREAM_END) {
+        respond_head_x(c, 200, "application/json", out.len, keep, http10, "Content-Encoding: gzip\r\n");
+        buf_add(&c->out, out.p, out.len);
+    } else {
+        respond(c, 500, "text/plain", "deflate", 7, keep, http10);
+    }
+    buf_free(&out);
+}
+
+/* Reads $COMPRESS_FILE whole, once, before the loops start. */
+static void read_compress_doc(void) {
+    const char *path = getenv("COMPRESS_FILE");
+    FILE *f = path && *path ? fopen(path, "rb") : NULL;
+    if (!f) return;
+    buf_t b = {0};
+    for (;;) {
+        buf_reserve(&b, 1 << 16);
+        size_t r = fread(b.p + b.len, 1, b.cap - b.len, f);
+        if (r == 0) break;
+        b.len += r;
+    }
+    fclose(f);
+    compress_doc = b.p;
+    compress_doc_len = b.len;
 }
 
 /* ---- request parsing ------------------------------------------------------------------- */
@@ -533,6 +586,11 @@ static void dispatch(conn_t *c, const request_t *rq, const char *body, size_t bo
         unsigned long v = atomic_fetch_add(&tenth_counter, 1) + 1;
         if (v % 10 == 0 && ms > 0) park(c, ms, keep, h10, 1, v, 0);
         else respond_tenth(c, v, keep, h10);
+    } else if (path_is(path, plen, "/compress")) {
+        if (!get) goto not_allowed;
+        long kb = query_param(q, qn, "kb", 0, MAX_COMPRESS_KB); /* absent: 0, refused */
+        if (kb < 1) respond(c, 400, "text/plain", "bad kb", 6, keep, h10);
+        else respond_compress(c, kb, keep, h10);
     } else if (db_kind >= 0) {
         if (!get) goto not_allowed;
         serve_db(c, (enum db_kind)db_kind, q, qn, keep, h10);
@@ -886,6 +944,7 @@ int main(void) {
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
+    read_compress_doc();
     tls_ctx = tls_setup(); /* before the bind: a bad TLS setting fails before "listening" */
     probe_port(host, port);
     loop_t *loops = calloc((size_t)workers, sizeof *loops);
