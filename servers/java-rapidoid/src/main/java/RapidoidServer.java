@@ -1,13 +1,16 @@
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLContext;
 import org.rapidoid.buffer.Buf;
 import org.rapidoid.data.BufRange;
@@ -16,6 +19,7 @@ import org.rapidoid.http.AbstractHttpServer;
 import org.rapidoid.http.HttpStatus;
 import org.rapidoid.http.MediaType;
 import org.rapidoid.jdbc.JdbcClient;
+import org.rapidoid.job.Jobs;
 import org.rapidoid.net.ServerBuilder;
 import org.rapidoid.net.TCP;
 import org.rapidoid.net.abstracts.Channel;
@@ -27,12 +31,14 @@ import org.rapidoid.net.impl.RapidoidHelper;
  * parses the request and keeps the connection alive, this class routes and writes
  * the answer with Rapidoid's response helpers (which add Server and a cached Date).
  * /delay and /tenth answer later from a timer thread (HttpStatus.ASYNC + resume);
- * the database paths likewise, from Rapidoid's JDBC workers (Database).
+ * the database paths likewise, from Rapidoid's JDBC workers (Database), and /compress
+ * from Rapidoid's job executor (Jobs), where its managed handlers run.
  */
 public final class RapidoidServer extends AbstractHttpServer {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final MediaType TEXT = MediaType.TEXT_PLAIN;
     private static final Set<String> DB_PATHS = Set.of("/db", "/queries", "/fortunes", "/updates");
+    private static final byte[] CONTENT_ENCODING_GZIP = "Content-Encoding: gzip\r\n".getBytes(StandardCharsets.ISO_8859_1);
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "delay-timer");
         t.setDaemon(true);
@@ -40,10 +46,12 @@ public final class RapidoidServer extends AbstractHttpServer {
     });
     private final ServerEnv env;
     private final JdbcClient jdbc;   // null without $DATABASE_URL: the database paths answer 503
+    private final byte[] compressDoc;   // $COMPRESS_FILE, read once at start; null without it (/compress: 503)
 
-    private RapidoidServer(ServerEnv env, JdbcClient jdbc) {
+    private RapidoidServer(ServerEnv env, JdbcClient jdbc, byte[] compressDoc) {
         this.env = env;
         this.jdbc = jdbc;
+        this.compressDoc = compressDoc;
     }
 
     /** The work of a database path on a JDBC worker's connection: the response body. */
@@ -59,7 +67,7 @@ public final class RapidoidServer extends AbstractHttpServer {
         SSLContext tls = ServerTls.context(env);   // null: plaintext
         JdbcClient jdbc = Database.fromEnv("java-rapidoid");   // opens the pool before listening
         try {
-            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env, jdbc)).address(env.host()).port(env.port())
+            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env, jdbc, compressDoc(env))).address(env.host()).port(env.port())
                     .workers(env.workers());
             if (tls != null) server.tls(true).tlsContext(tls);   // Rapidoid's own TLS layer (RapidoidTLS, an SSLEngine per connection)
             server.build().start();
@@ -67,6 +75,18 @@ public final class RapidoidServer extends AbstractHttpServer {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);
         }
         env.listening(env.workers() + " Rapidoid I/O workers");
+    }
+
+    private static byte[] compressDoc(ServerEnv env) {
+        String file = System.getenv("COMPRESS_FILE");
+        if (file == null || file.isEmpty()) return null;
+        try {
+            return Files.readAllBytes(Path.of(file));
+        } catch (IOException e) {
+            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
+            System.exit(1);
+            return null;
+        }
     }
 
     @Override
@@ -80,6 +100,9 @@ public final class RapidoidServer extends AbstractHttpServer {
         if (DB_PATHS.contains(path)) {
             return req.isGet.value ? database(ctx, keepAlive, path, req.query.str(buf))
                     : text(ctx, 405, keepAlive, "Method Not Allowed");
+        }
+        if (path.equals("/compress")) {
+            return req.isGet.value ? compress(ctx, keepAlive, req.query.str(buf)) : text(ctx, 405, keepAlive, "Method Not Allowed");
         }
         if (!path.equals("/") && !path.equals("/json") && !path.equals("/file")
                 && !path.equals("/delay") && !path.equals("/tenth")) {
@@ -141,6 +164,41 @@ public final class RapidoidServer extends AbstractHttpServer {
             return true;
         }), ms, TimeUnit.MILLISECONDS);
         return HttpStatus.ASYNC;
+    }
+
+    /**
+     * /compress: the JDK's GZIPOutputStream (Deflater.DEFAULT_COMPRESSION, zlib's level 6) over the
+     * document's first kb KiB, on every request, on Rapidoid's job executor (Jobs, the pool its managed
+     * handlers run on: HttpManagedHandlerDecorator hands them to Jobs.executeInContext), not on the I/O
+     * worker, which goes on serving its other connections; answered asynchronously as /delay is.
+     */
+    private HttpStatus compress(Channel ctx, boolean keepAlive, String query) {
+        long kb = Contract.queryInt(query, "kb", 1, 4096, -1);
+        if (kb < 0) return text(ctx, 400, keepAlive, "Bad Request");
+        if (compressDoc == null) return text(ctx, 503, keepAlive, "Service Unavailable");
+        long connId = ctx.connId();
+        long handle = ctx.async();
+        Jobs.execute(() -> {
+            byte[] body = gzip(compressDoc, (int) kb * 1024);
+            ctx.resume(connId, handle, () -> {
+                startResponse(ctx, keepAlive);   // as ok() does, then one header more before the body's
+                ctx.write(CONTENT_ENCODING_GZIP);
+                writeBody(ctx, body, MediaType.JSON);
+                ctx.send();
+                return true;
+            });
+        });
+        return HttpStatus.ASYNC;
+    }
+
+    private static byte[] gzip(byte[] data, int length) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
+            gz.write(data, 0, length);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);   // a ByteArrayOutputStream does not fail
+        }
+        return out.toByteArray();
     }
 
     private HttpStatus database(Channel ctx, boolean keepAlive, String path, String query) {
