@@ -8,8 +8,9 @@ const MAX_DELAY_MS = 60000;
 const helloFile = process.env.HELLO_FILE || "../../assets/hello.html";
 const xs = new Uint8Array(MAX_BODY).fill(0x78); // /delay bodies are views of this ("x")
 let counter = 0; // one thread: increments never interleave
+let compressDoc = null; // $COMPRESS_FILE, read once at the first /compress
 
-const PAGES = new Set(["/", "/json", "/file", "/delay", "/tenth"]);
+const PAGES = new Set(["/", "/json", "/file", "/delay", "/tenth", "/compress"]);
 
 function send(status, type, body, headers = {}) {
   return new Response(body, { status, headers: { "content-type": type, ...headers } });
@@ -71,6 +72,15 @@ async function handle(req, server) {
       if (ms === null || bytes === null) return badRequest();
       if (ms > 0) await Bun.sleep(ms);
       return send(200, "text/plain", xs.subarray(0, bytes));
+    }
+    case "/compress": {
+      const kb = intParam(url.searchParams, "kb", 4096, 0);
+      if (!kb) return badRequest(); // missing, malformed, 0 or above 4096
+      compressDoc ??= await Bun.file(process.env.COMPRESS_FILE).bytes();
+      // Bun.gzipSync, the way Bun's docs gzip ("Compress and decompress data with gzip", bun.sh/guides/util/gzip):
+      // its default library, zlib (Bun's zlib-ng), at level 6, on every request, synchronously on the event loop.
+      const gzip = Bun.gzipSync(compressDoc.subarray(0, kb * 1024), { level: 6 });
+      return send(200, "application/json", gzip, { "content-encoding": "gzip" });
     }
     default: { // "/tenth"
       const ms = intParam(url.searchParams, "ms", MAX_DELAY_MS, 2000);
