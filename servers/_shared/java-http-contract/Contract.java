@@ -1,6 +1,12 @@
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.GZIPOutputStream;
 
 /**
  * What SPEC.md fixes about the endpoints, whatever serves them: the bodies, the
@@ -13,6 +19,7 @@ final class Contract {
 
     static final int MAX_BODY = 1 << 20;   // POST /echo limit, and the most /delay?bytes= asks for
     static final int MAX_MS = 60_000;      // /delay and /tenth wait at most this long
+    static final int MAX_KB = 4096;        // /compress?kb= at most this many KiB of $COMPRESS_FILE
     static final byte[] HELLO = "Hello, World!".getBytes(StandardCharsets.ISO_8859_1);
     /** The /delay body: a prefix of this many {@code x}s, never copied. */
     static final byte[] XS = new byte[MAX_BODY];
@@ -35,6 +42,48 @@ final class Contract {
     /** /tenth?ms=N: 0..60000, default 2000; -1 if invalid (answer 400). */
     static long tenthMs(String query) {
         return queryInt(query, "ms", 0, MAX_MS, 2000);
+    }
+
+    /** /compress?kb=N: 1..4096, required; -1 if missing or invalid (answer 400). */
+    static int compressKb(String query) {
+        return (int) queryInt(query, "kb", 1, MAX_KB, -1);
+    }
+
+    /**
+     * The first {@code kb} KiB of $COMPRESS_FILE, gzipped (RFC 1952) on this call: never cached.
+     * The JDK's GZIPOutputStream, whose Deflater runs the zlib the JDK uses (the system's libz on
+     * Debian's OpenJDK, a bundled copy in Temurin) at Deflater.DEFAULT_COMPRESSION, zlib's level 6,
+     * on the calling thread. Null if the file cannot be read (answer 500).
+     */
+    static byte[] compressGzip(int kb) {
+        byte[] doc = CompressFile.DOC;
+        if (doc == null) return null;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (GZIPOutputStream gzip = new GZIPOutputStream(out)) {
+            gzip.write(doc, 0, Math.min(kb * 1024, doc.length));
+        } catch (IOException e) {   // a ByteArrayOutputStream never throws
+            throw new UncheckedIOException(e);
+        }
+        return out.toByteArray();
+    }
+
+    /** $COMPRESS_FILE, read once, at the first /compress (the holder class loads then). */
+    private static final class CompressFile {
+        static final byte[] DOC = read();
+
+        private static byte[] read() {
+            String name = System.getenv("COMPRESS_FILE");
+            if (name == null || name.isEmpty()) {
+                System.err.println("/compress: $COMPRESS_FILE is not set");
+                return null;
+            }
+            try {
+                return Files.readAllBytes(Path.of(name));
+            } catch (IOException e) {
+                System.err.println("/compress: cannot read $COMPRESS_FILE: " + e);
+                return null;
+            }
+        }
     }
 
     /** The next value of the /tenth counter, shared by the whole process (no lost updates). */

@@ -78,6 +78,27 @@ final class Routes {
                 if (Contract.tenthWaits(count)) r.delayMs = ms;
                 break;
             }
+            case "/compress": {
+                if (!get) {
+                    r = notAllowed(req, "GET, HEAD");
+                    break;
+                }
+                int kb = Contract.compressKb(req.query());
+                if (kb < 0) {
+                    r = text(req, 400, "Bad Request");
+                    break;
+                }
+                // CPU work (~0.1 s for 4 MiB) on the thread that called handle: the connection's own
+                // thread in the blocking rows; java-async calls handle for /compress on a CPU pool.
+                byte[] gz = Contract.compressGzip(kb);
+                if (gz == null) {
+                    r = text(req, 500, "Internal Server Error");
+                    break;
+                }
+                r = ok(req, "application/json", gz);
+                r.extraHeaders = "\r\nContent-Encoding: gzip";
+                break;
+            }
             case "/echo":
                 r = req.method().equals("POST") ? ok(req, "application/octet-stream", req.body())
                         : notAllowed(req, "POST");
