@@ -109,6 +109,27 @@ public final class JdkHttpServer implements HttpHandler {
                 send(ex, 200, "text/plain", Long.toString(count).getBytes(StandardCharsets.ISO_8859_1));
                 return;
             }
+            case "/compress": {
+                if (!get) {
+                    notAllowed(ex, "GET, HEAD");
+                    return;
+                }
+                int kb = Contract.compressKb(query);
+                if (kb < 0) {
+                    text(ex, 400, "Bad Request");
+                    return;
+                }
+                // CPU work (~0.1 s for 4 MiB) right here, on the executor's pool thread running this
+                // exchange, like the blocking database paths: the dispatcher keeps selecting meanwhile.
+                byte[] gz = Contract.compressGzip(kb);
+                if (gz == null) {
+                    text(ex, 500, "Internal Server Error");
+                    return;
+                }
+                ex.getResponseHeaders().set("Content-Encoding", "gzip");
+                send(ex, 200, "application/json", gz);
+                return;
+            }
             case "/echo":
                 if (!method.equals("POST")) notAllowed(ex, "POST");
                 else echo(ex);
