@@ -17,7 +17,8 @@ import javax.net.ssl.SSLContext;
  * channel group is a fixed pool of $WORKERS threads sharing one epoll port (on
  * Linux): whichever thread is free runs the next completion, and no handler ever
  * blocks on the network; /delay and /tenth wait on a timer, and the database paths
- * ({@link JdbcDatabase}: pgjdbc + HikariCP, blocking) run on threads of their own. With
+ * ({@link JdbcDatabase}: pgjdbc + HikariCP, blocking) and /compress (CPU-bound gzip) run on
+ * threads of their own. With
  * $TLS_CERT/$TLS_KEY each connection runs TLS through a JSSE SSLEngine ({@link TlsTransport}).
  */
 public final class AsyncServer {
@@ -41,6 +42,13 @@ public final class AsyncServer {
             t.setDaemon(true);
             return t;
         });
+        // /compress: the gzip is CPU-bound, so a fixed pool of one thread per CPU runs it (more
+        // threads would only share the same cores); requests beyond it wait in its queue.
+        Executor cpu = Executors.newFixedThreadPool(Runtime.getRuntime().availableProcessors(), r -> {
+            Thread t = new Thread(r, "compress");
+            t.setDaemon(true);
+            return t;
+        });
         AsynchronousServerSocketChannel server;
         try {
             server = AsynchronousServerSocketChannel.open(group);
@@ -61,7 +69,7 @@ public final class AsyncServer {
                 } catch (IOException ignored) {
                 }
                 Transport io = tls == null ? new Transport.Plain(ch) : new TlsTransport(ch, tls);
-                new Connection(ch, io, timer, database).start();
+                new Connection(ch, io, timer, database, cpu).start();
             }
 
             @Override

@@ -20,16 +20,19 @@ final class Connection {
     private final Transport io;   // the HTTP bytes: ch itself, or TLS over it
     private final ScheduledExecutorService timer;
     private final Executor database;   // runs the database paths: JDBC blocks
+    private final Executor cpu;        // runs /compress: ~0.1 s of CPU for 4 MiB
     private final RequestParser parser = new RequestParser();
     private final List<ByteBuffer> out = new ArrayList<>();
     private int outBytes;
     private Runnable afterWrite;
 
-    Connection(AsynchronousSocketChannel ch, Transport io, ScheduledExecutorService timer, Executor database) {
+    Connection(AsynchronousSocketChannel ch, Transport io, ScheduledExecutorService timer, Executor database,
+               Executor cpu) {
         this.ch = ch;
         this.io = io;
         this.timer = timer;
         this.database = database;
+        this.cpu = cpu;
     }
 
     void start() {
@@ -79,6 +82,12 @@ final class Connection {
                 writeThen(() -> database.execute(() -> answerLater(Routes.handle(req))));
                 return;
             }
+            if (req.path().equals("/compress")) {
+                // The gzip is CPU work (~0.1 s for 4 MiB), not timely either: the same hand-off, to
+                // the CPU pool, whose thread compresses and answers (Routes → Contract.compressGzip).
+                writeThen(() -> cpu.execute(() -> answerLater(Routes.handle(req))));
+                return;
+            }
             Response resp = Routes.handle(req);
             if (resp.delayMs > 0) {
                 // Natural async wait: a timer, never a sleeping completion thread. Earlier
@@ -98,7 +107,7 @@ final class Connection {
         }
     }
 
-    /** An answer made off the chain (the timer, a database thread): send it, then go on. */
+    /** An answer made off the chain (the timer, a database or CPU thread): send it, then go on. */
     private void answerLater(Response resp) {
         queue(resp);
         writeThen(resp.keepAlive ? this::pump : this::closeAfterAnswer);
