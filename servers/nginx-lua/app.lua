@@ -8,6 +8,15 @@ local HELLO = "Hello, World!"
 local MAX_MS = 60000
 local MAX_BYTES = 1048576
 local hello_file = os.getenv("HELLO_FILE")
+local COMPRESS_KB_MAX = 4096
+
+-- /compress's document, read once when this module loads (init_by_lua, in the master: the workers inherit it).
+local compress_doc
+do
+    local f = assert(io.open(os.getenv("COMPRESS_FILE"), "rb"))
+    compress_doc = f:read("*a")
+    f:close()
+end
 
 local _M = {}
 
@@ -81,6 +90,24 @@ function _M.tenth()
     local n = ngx.shared.counter:incr("tenth", 1, 0)
     if n % 10 == 0 and ms > 0 then ngx.sleep(ms / 1000) end
     return send(200, "text/plain", tostring(n))
+end
+
+-- Compressed on every request, off the worker's event loop: ngx.run_worker_thread hands the slice to a thread
+-- of nginx's "compress" thread pool (compress_worker.lua) and this request's coroutine yields until it returns;
+-- ngx_lua's docs name it for "CPU bound task"s and for "external Lua library not based on cosocket or nginx".
+function _M.compress()
+    want("GET")
+    local kb = int_arg(ngx.req.get_uri_args(), "kb", 0, COMPRESS_KB_MAX)
+    if not kb or kb == 0 then
+        return send(400, "text/plain", "bad kb")
+    end
+    local ok, gz = ngx.run_worker_thread("compress", "compress_worker", "gzip", compress_doc:sub(1, kb * 1024))
+    if not ok then
+        ngx.log(ngx.ERR, "compress: ", gz)
+        return send(500, "text/plain", "compression failed")
+    end
+    ngx.header["Content-Encoding"] = "gzip"
+    return send(200, "application/json", gz)
 end
 
 function _M.echo()

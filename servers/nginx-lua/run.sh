@@ -8,7 +8,8 @@ port=${PORT:-8080}
 workers=${WORKERS:-}
 if [ -z "$workers" ]; then workers=$(nproc); fi   # nproc honours the affinity mask
 : "${HELLO_FILE:=$here/hello.html}"
-export HELLO_FILE
+: "${COMPRESS_FILE:=$here/../../assets/compress.json}"
+export HELLO_FILE COMPRESS_FILE
 case $host in *:*) listen="[$host]:$port" ;; *) listen="$host:$port" ;; esac
 
 # SPEC.md's TLS switch: with $TLS_CERT and $TLS_KEY, the same server on nginx's ssl listener.
@@ -50,6 +51,10 @@ worker_rlimit_nofile $nofile;
 pid $dir/nginx.pid;
 error_log stderr warn;
 env HELLO_FILE;
+env COMPRESS_FILE;
+# /compress's gzip runs here (ngx.run_worker_thread): a pool per worker process, of the size of nginx's own
+# default pool (thread_pool default threads=32 max_queue=65536)
+thread_pool compress threads=32;
 
 events {
     worker_connections $conns;
@@ -86,6 +91,7 @@ http {
         location = /delay { content_by_lua_block { require("app").delay() } }
         location = /tenth { content_by_lua_block { require("app").tenth() } }
         location = /echo  { content_by_lua_block { require("app").echo() } }
+        location = /compress { content_by_lua_block { require("app").compress() } }
         location /        { return 404; }
     }
 }
