@@ -6,7 +6,8 @@
 //! async-std way. The database paths are in `db` (sqlx's PgPool on its
 //! async-std runtime). With `$TLS_CERT` and `$TLS_KEY` the same connections
 //! are served over rustls through futures-rustls (rustls' crate for
-//! futures-io runtimes such as async-std).
+//! futures-io runtimes such as async-std). `/compress` is gzipped with flate2
+//! on async-std's blocking pool (task::spawn_blocking).
 
 mod db;
 
@@ -49,6 +50,10 @@ async fn answer(req: Request, ctx: &Ctx) -> Response {
         // async-std runs the read on its blocking thread pool.
         Action::File => Response::file(async_std::fs::read(hello_file).await, hello_file),
         Action::Wait(wait, later) => later.after(task::sleep(wait)).await, // a timer, no thread held
+        // CPU-heavy work goes to async-std's blocking pool, off the executor's threads: its docs
+        // (async_std::task::spawn_blocking: "useful to prevent long-running synchronous operations
+        // from blocking the main futures executor").
+        Action::Compress(compress) => task::spawn_blocking(move || compress.response()).await,
     }
 }
 
@@ -115,6 +120,7 @@ async fn linger<S: Read + Unpin>(stream: &mut S) {
 
 fn main() {
     let env = Env::from_env("rust-async-std");
+    rust_contract::compress::load("rust-async-std"); // $COMPRESS_FILE, read once (/compress)
     // async-std sizes its executor from this variable when its runtime first
     // starts (the first task below); set while the process is still single-threaded.
     std::env::set_var("ASYNC_STD_THREAD_COUNT", env.workers.to_string());

@@ -5,7 +5,8 @@
 //! std-only `rust-contract`, SPEC rules shared by the Rust rows); the
 //! database paths, in `db`, use the blocking `postgres` driver through r2d2.
 //! With `$TLS_CERT` and `$TLS_KEY` each connection is served over rustls'
-//! blocking `StreamOwned` on its pool thread instead.
+//! blocking `StreamOwned` on its pool thread instead. `/compress` is gzipped
+//! with flate2 inline, on the pool thread serving the connection.
 
 mod db;
 
@@ -18,6 +19,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rust_contract::compress::{self, Compress};
 use rust_contract::db::{Database, DbQuery};
 use rust_contract::http::{self, HeadFields, Response};
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
@@ -278,6 +280,12 @@ fn route(req: Request, ctx: &Ctx) -> Response {
             Response::text(200, &tenth.count.to_string())
         }
         "/echo" => Response::new(200, "application/octet-stream", req.body),
+        // Compressed inline: this pool thread serves only this connection (the row's model), so
+        // the CPU work holds no other connection, as /file's read and the database calls do not.
+        "/compress" => match Compress::parse(query) {
+            Ok(compress) => compress.response(),
+            Err(_) => Response::error(400),
+        },
         _ => unreachable!(),
     }
 }
@@ -377,6 +385,7 @@ fn linger_close<S: Transport>(reader: &mut BufReader<S>) {
 
 fn main() {
     let Env { host, port, workers, hello_file } = Env::from_env("rust-threadpool");
+    compress::load("rust-threadpool"); // $COMPRESS_FILE, read once (/compress)
     // The pool opens its connections before the row listens.
     let db_pool = Database::from_env("rust-threadpool").as_ref().map(db::pool);
 

@@ -5,6 +5,7 @@
 //! the I/O, waiting and file reading the tokio way. The database paths are
 //! in `db` (tokio-postgres through deadpool-postgres). With `$TLS_CERT` and
 //! `$TLS_KEY` the same connections are served over rustls through tokio-rustls.
+//! `/compress` is gzipped with flate2 on tokio's blocking pool (spawn_blocking).
 
 mod db;
 
@@ -43,6 +44,11 @@ async fn answer(req: Request, ctx: &Ctx) -> Response {
         Action::Respond(resp) => resp,
         Action::File => Response::file(tokio::fs::read(hello_file).await, hello_file),
         Action::Wait(wait, later) => later.after(tokio::time::sleep(wait)).await, // a timer, no thread held
+        // CPU-bound work goes to tokio's blocking threads, off the runtime's workers: tokio's crate
+        // docs, "CPU-bound tasks and blocking code" ("you should use the spawn_blocking function").
+        Action::Compress(compress) => {
+            tokio::task::spawn_blocking(move || compress.response()).await.unwrap_or_else(|_| Response::error(500))
+        }
     }
 }
 
@@ -93,6 +99,7 @@ async fn http<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, ctx: &Ctx) {
 
 fn main() {
     let env = Env::from_env("rust-tokio");
+    rust_contract::compress::load("rust-tokio"); // $COMPRESS_FILE, read once (/compress)
     let ctx = Arc::new(Ctx {
         hello_file: env.hello_file.clone().into_boxed_path(),
         pool: Database::from_env("rust-tokio").as_ref().map(db::pool),

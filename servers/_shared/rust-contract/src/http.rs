@@ -40,11 +40,13 @@ pub struct Response {
     pub allow: Option<&'static str>,
     /// The `Server` field, sent by the database paths only (SPEC).
     pub server: Option<&'static str>,
+    /// The `Content-Encoding` field: `gzip` for `/compress`'s body.
+    pub content_encoding: Option<&'static str>,
 }
 
 impl Response {
     pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> Response {
-        Response { status, content_type, body, allow: None, server: None }
+        Response { status, content_type, body, allow: None, server: None, content_encoding: None }
     }
 
     /// The same response with a `Server` field naming `server`.
@@ -92,6 +94,9 @@ impl Response {
             self.content_type,
             self.body.len()
         );
+        if let Some(encoding) = self.content_encoding {
+            let _ = write!(out, "Content-Encoding: {encoding}\r\n");
+        }
         out.extend_from_slice(b"Date: ");
         out.extend_from_slice(date);
         out.extend_from_slice(b"\r\n");
@@ -128,7 +133,7 @@ pub fn split_target(target: &str) -> (&str, &str) {
 pub fn resolve<'t>(method: &str, target: &'t str) -> Result<(&'t str, &'t str), Response> {
     let (path, query) = split_target(target);
     let allowed = match path {
-        "/" | "/json" | "/file" | "/delay" | "/tenth" => "GET",
+        "/" | "/json" | "/file" | "/delay" | "/tenth" | "/compress" => "GET",
         "/echo" => "POST",
         _ => return Err(Response::error(404)),
     };
@@ -261,6 +266,12 @@ mod tests {
         Response::error(503).with_server("row").write_dated(&mut out, true, false, DATE);
         let want = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n\
                     Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: row\r\n\r\nService Unavailable";
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), want);
+        out.clear();
+        let gz = Response { content_encoding: Some("gzip"), ..Response::new(200, "application/json", vec![0x1f]) };
+        gz.write_dated(&mut out, true, false, DATE);
+        let want = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1\r\nContent-Encoding: gzip\r\n\
+                    Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n\x1f";
         assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
@@ -285,6 +296,7 @@ mod tests {
         assert_eq!(resolve("GET", "http://example.com/json?x").ok(), Some(("/json", "x")));
         assert_eq!(resolve("GET", "http://example.com").ok(), Some(("/", "")));
         assert_eq!(resolve("POST", "/echo").ok(), Some(("/echo", "")));
+        assert_eq!(resolve("GET", "/compress?kb=1").ok(), Some(("/compress", "kb=1")));
         assert_eq!(resolve("GET", "/nope").err().map(|r| r.status), Some(404));
         assert_eq!(resolve("GET", "/db").err().map(|r| r.status), Some(404));
         assert_eq!(split_target("http://h/queries?queries=3"), ("/queries", "queries=3"));

@@ -10,6 +10,8 @@
 //! has SPEC's database endpoints apart from any driver (which each row
 //! brings in its own src). With the `rustls` feature, `tls` reads SPEC's TLS
 //! switch and builds the rustls server configuration all of them serve it with.
+//! `compress` has SPEC's `/compress` (its document, its `kb` rule and, with the
+//! `flate2` feature, the gzip itself); where a row runs the compression is the row's.
 //!
 //! std only by default, because rust-threadpool is a std-only row. How a row
 //! waits, reads and writes (its concurrency model) stays in the row: this
@@ -22,6 +24,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub mod compress;
 pub mod date;
 pub mod db;
 pub mod http;

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::http::{resolve, Response};
+use crate::compress::Compress;
 use crate::{Delay, Tenth};
 
 /// What a request asks of the row, decided by SPEC's endpoint table. The
@@ -21,6 +22,9 @@ pub enum Action {
     /// `GET /delay`, `GET /tenth`: wait this long the row's way (a timer, a
     /// sleep), then answer with `Later::response` (or `Later::after`).
     Wait(Duration, Later),
+    /// `GET /compress?kb=N` (`kb` valid): compress the row's way, on the
+    /// thread its runtime's docs send CPU-heavy work to, with `Compress::response`.
+    Compress(Compress),
 }
 
 /// An answer built once the wait is over, so a waiting connection holds no body.
@@ -81,6 +85,10 @@ pub fn action(method: &str, target: &str, body: Vec<u8>) -> Action {
             Err(_) => Action::Respond(Response::error(400)),
         },
         "/echo" => Action::Respond(Response::new(200, "application/octet-stream", body)),
+        "/compress" => match Compress::parse(query) {
+            Ok(compress) => Action::Compress(compress),
+            Err(_) => Action::Respond(Response::error(400)),
+        },
         _ => unreachable!("resolve knows only SPEC's paths"),
     }
 }
@@ -110,6 +118,9 @@ mod tests {
         assert_eq!(respond(action("GET", "/delay?bytes=3", vec![])), (200, b"xxx".to_vec()));
         assert_eq!(respond(action("GET", "/delay?ms=-1", vec![])).0, 400);
         assert_eq!(respond(action("GET", "/tenth?ms=x", vec![])).0, 400);
+        assert!(matches!(action("GET", "/compress?kb=64", vec![]), Action::Compress(Compress { kb: 64 })));
+        assert_eq!(respond(action("GET", "/compress?kb=4097", vec![])).0, 400);
+        assert_eq!(respond(action("POST", "/compress?kb=1", vec![])).0, 405);
         let Action::Wait(wait, later) = action("GET", "/delay?ms=7&bytes=2", vec![]) else {
             panic!("/delay with ms waits");
         };
