@@ -3,7 +3,8 @@
 //! core); the acceptor hands new connections to the workers. With `$TLS_CERT`
 //! and `$TLS_KEY` it serves them over rustls (actix-web's `rustls-0_23`).
 //! The database paths are in `db` (tokio-postgres through a deadpool-postgres
-//! pool that every worker shares as `web::Data`).
+//! pool that every worker shares as `web::Data`). `/compress` is gzipped with
+//! flate2 on actix's blocking thread pool (web::block).
 
 mod db;
 
@@ -11,8 +12,9 @@ use std::path::PathBuf;
 use std::process;
 use std::time::Duration;
 
-use actix_web::http::KeepAlive;
+use actix_web::http::{header, KeepAlive};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use rust_contract::compress::{self, gzip, Compress};
 use rust_contract::db::Database;
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 use serde::Serialize;
@@ -72,8 +74,27 @@ async fn echo(body: web::Bytes) -> HttpResponse {
     HttpResponse::Ok().content_type("application/octet-stream").body(body)
 }
 
+async fn compress(req: HttpRequest) -> HttpResponse {
+    let Ok(compress) = Compress::parse(req.query_string()) else {
+        return HttpResponse::BadRequest().content_type("text/plain").body("Bad Request");
+    };
+    let Some(input) = compress.input() else {
+        return HttpResponse::ServiceUnavailable().finish(); // no $COMPRESS_FILE
+    };
+    // CPU-heavy work goes to actix's blocking thread pool, off the worker's event loop, with
+    // web::block (actix-web's docs: "Executes blocking function on a thread pool").
+    match web::block(move || gzip(input)).await {
+        Ok(gz) => HttpResponse::Ok()
+            .content_type("application/json")
+            .insert_header((header::CONTENT_ENCODING, "gzip"))
+            .body(gz),
+        Err(_) => HttpResponse::InternalServerError().finish(),
+    }
+}
+
 fn main() {
     let Env { host, port, workers, hello_file } = Env::from_env("rust-actix");
+    compress::load("rust-actix"); // $COMPRESS_FILE, read once (/compress)
     let config = web::Data::new(Config { hello_file });
     // Created once here and cloned into each worker's App: one pool of at most
     // $DB_POOL connections for the process (actix-web's documented way to
@@ -94,6 +115,7 @@ fn main() {
                 .service(web::resource("/delay").route(web::get().to(delay)))
                 .service(web::resource("/tenth").route(web::get().to(tenth)))
                 .service(web::resource("/echo").route(web::post().to(echo)))
+                .service(web::resource("/compress").route(web::get().to(compress)))
                 .configure(db::routes)
         })
         .workers(workers)
