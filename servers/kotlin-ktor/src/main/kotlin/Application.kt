@@ -25,18 +25,23 @@ import io.ktor.server.routing.post
 import io.ktor.server.routing.routing
 import io.ktor.utils.io.readRemaining
 import io.ktor.utils.io.writeFully
+import java.io.ByteArrayOutputStream
 import java.io.File
 import java.security.KeyStore
 import java.util.concurrent.atomic.AtomicLong
+import java.util.zip.GZIPOutputStream
 import kotlin.system.exitProcess
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.delay
+import kotlinx.coroutines.withContext
 import kotlinx.io.readByteArray
 import kotlinx.serialization.Serializable
 
 // kotlin-ktor: Ktor on its Netty engine (the engine Ktor's project generator picks). Netty event
 // loops accept and parse; calls run as coroutines on Ktor's call group. Group sizes follow Ktor's
 // own defaults with $WORKERS in place of the CPU count; /delay and /tenth suspend with delay();
-// the database paths (Database.kt) run their JDBC calls in withContext(Dispatchers.IO).
+// the database paths (Database.kt) run their JDBC calls in withContext(Dispatchers.IO); /compress
+// gzips in withContext(Dispatchers.Default).
 
 @Serializable
 data class Message(val message: String)
@@ -55,6 +60,7 @@ fun main() {
     val workers = env("WORKERS", Runtime.getRuntime().availableProcessors().toString()).toInt()
     val tls = tlsKeyStore()   // null: plaintext
     val database = databaseFromEnv()   // null without $DATABASE_URL; the pool is open before listening
+    val compressDoc = compressDocFromEnv()   // null without $COMPRESS_FILE (/compress then answers 503)
     val server = embeddedServer(Netty, applicationEnvironment(), configure = {
         if (tls == null) {
             connector { this.host = host; this.port = port }
@@ -69,7 +75,7 @@ fun main() {
         connectionGroupSize = workers / 2 + 1
         workerGroupSize = workers / 2 + 1
         callGroupSize = workers
-    }) { module(helloFile, database) }
+    }) { module(helloFile, database, compressDoc) }
     server.monitor.subscribe(ServerReady) {
         println("kotlin-ktor listening on ${if (tls == null) "http" else "https"}://$host:$port (Netty engine, $workers workers)")
     }
@@ -79,6 +85,24 @@ fun main() {
         System.err.println("kotlin-ktor: cannot listen on $host:$port: ${e.message}")
         exitProcess(1)
     }
+}
+
+/** $COMPRESS_FILE, read once at start; null without it; an unreadable file exits with one line. */
+fun compressDocFromEnv(): ByteArray? {
+    val file = env("COMPRESS_FILE", "").ifEmpty { return null }
+    return try {
+        File(file).readBytes()
+    } catch (e: Exception) {
+        System.err.println("kotlin-ktor: cannot read \$COMPRESS_FILE $file ($e)")
+        exitProcess(1)
+    }
+}
+
+/** The JDK's GZIPOutputStream: a gzip header and trailer around Deflater.DEFAULT_COMPRESSION, zlib's level 6. */
+fun gzip(data: ByteArray, length: Int): ByteArray {
+    val out = ByteArrayOutputStream()
+    GZIPOutputStream(out).use { it.write(data, 0, length) }
+    return out.toByteArray()
 }
 
 fun tlsPassword(): String = System.getenv("TLS_PKCS12_PASSWORD") ?: ""
@@ -117,7 +141,7 @@ suspend fun ApplicationCall.tooLarge() {
     respondText("Payload Too Large", status = HttpStatusCode.PayloadTooLarge)
 }
 
-fun Application.module(helloFile: File, database: Database?) {
+fun Application.module(helloFile: File, database: Database?, compressDoc: ByteArray?) {
     install(DefaultHeaders)                 // Date (formatted once a second) and Server
     install(ContentNegotiation) { json() }  // kotlinx.serialization
     routing {
@@ -143,6 +167,17 @@ fun Application.module(helloFile: File, database: Database?) {
             val count = tenth.incrementAndGet()
             if (count % 10 == 0L) delay(ms)
             call.respondText(count.toString(), ContentType.Text.Plain)
+        }
+        get("/compress") {
+            val kb = call.intParam("kb", 0, 4096)?.takeIf { it >= 1 } ?: return@get call.badRequest()
+            if (compressDoc == null) {
+                return@get call.respondText("Service Unavailable", status = HttpStatusCode.ServiceUnavailable)
+            }
+            // CPU-bound work: the coroutines guide's Dispatchers.Default (Dispatchers.IO is for blocking I/O); the
+            // call's coroutine suspends meanwhile, the call group goes on with other calls
+            val body = withContext(Dispatchers.Default) { gzip(compressDoc, kb.toInt() * 1024) }
+            call.response.header(HttpHeaders.ContentEncoding, "gzip")   // always gzip: Accept-Encoding is not consulted
+            call.respondBytes(body, ContentType.Application.Json)
         }
         post("/echo") {
             if ((call.request.contentLength() ?: 0) > MAX_BODY) return@post call.tooLarge()
