@@ -254,3 +254,74 @@ def test_each_count_is_a_fresh_start_pinned_to_k_cpus_with_workers_k(tmp_path: P
             for k, c in cells.items()} == {
         "cores=1": (1, [0], False, 1), "cores=2": (2, [0, 1], True, 2)}
     assert all(c.timing.server_start_s is not None and c.counts.rps > 0 for c in cells.values())  # each point opened a start
+
+
+HOL_SWEEP = """name = "hol-sweep"
+description = "head-of-line at each count"
+origin = "serverbench"
+kind = "head-of-line"
+path = "/json"
+[quick]
+steady_max = "0s"
+[[quick.points]]
+label = "quiet"
+server_cores = "sweep"
+mode = "open"
+rate = 50
+duration = "300ms"
+[[quick.points]]
+label = "heavy"
+server_cores = "sweep"
+mode = "open"
+rate = 50
+duration = "300ms"
+heavy_path = "/"
+heavy_share = 0.1
+twin = "quiet"
+[full]
+[[full.points]]
+label = "quiet"
+rate = 50
+mode = "open"
+duration = "1s"
+"""
+
+
+def test_a_head_of_line_sweep_keeps_each_heavy_point_with_its_twin_in_one_start_per_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "w").mkdir(exist_ok=True)
+    (tmp_path / "w" / "hol-sweep.toml").write_text(HOL_SWEEP)
+    w = wl.load_workloads(tmp_path / "w")["hol-sweep"]
+    labels = [(p.label, p.server_cores, p.twin) for p in cores.expand(w.quick.points, 2)]
+    assert labels == [("quiet=1", 1, None), ("quiet=2", 2, None), ("heavy=1", 1, "quiet=1"), ("heavy=2", 2, "quiet=2")]
+    assert [[p.label for p in g] for g in cores.by_count(cores.expand(w.quick.points, 2))] == [
+        ["quiet=1", "heavy=1"], ["quiet=2", "heavy=2"]]
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.3")
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    monkeypatch.setattr(runner.Runner, "server_cpus_online", lambda self: [0, 1])
+    monkeypatch.setattr(runner.supervisor, "default_cpu_split", lambda: ([0], [1]))
+    monkeypatch.setattr(runner.supervisor, "online_cpus", lambda: [0, 1])
+    starts = tmp_path / "starts.jsonl"
+    probe = f"import os; print(os.getpid(), file=open({str(starts)!r}, 'a'))"
+    write_manifest(tmp_path / "servers", "py-hol", run=f"'{sys.executable}' -c \"{probe}\" && "
+                                                       f"exec '{sys.executable}' '{runfix.HERE / 'tiny_server.py'}'")
+    m = catalog.load_catalog(tmp_path / "servers").servers["py-hol"]
+    store = Store(tmp_path / "r.db")
+    opts = RunOptions(servers=["py-hol"], workloads=["hol-sweep"], repeat=1, allow_unverified=True, ready_timeout=10)
+    res = runner.run_matrix(store, opts, manifests=[m], workloads=[w], fingerprint={"test": True})
+    assert (res.status, res.ok, res.failed) == ("finished", 4, 0), [(c.point, c.error) for c in store.cells(res.run_id)]
+    assert len(starts.read_text().split()) == 2  # one start per count, each holding the twin and the heavy point
+    cells = {c.point: c.metrics for c in store.cells(res.run_id)}
+    assert {k: (c.setup.server_cores, c.noisy.noise_twin) for k, c in cells.items()} == {
+        "quiet=1": (1, None), "heavy=1": (1, "quiet=1"), "quiet=2": (2, None), "heavy=2": (2, "quiet=2")}
+    fp = {"cpu_model": "test", "cores": 2, "workloads": {"hol-sweep": w.facts()}}
+    results = aggregate.collect(res.run_id, store.cells(res.run_id), fp, facts={})
+    heavy = {g.point: g.noise_effect for pt in results.workloads[0].points for g in pt.groups if g.point.startswith("heavy")}
+    assert {k: e.twin for k, e in heavy.items() if e is not None} == {"heavy=1": "quiet=1", "heavy=2": "quiet=2"}
+    run = SimpleNamespace(id=res.run_id, fingerprint=fp, options={}, status="finished",
+                          started_at="2026-01-01T00:00:00", finished_at=None)
+    md = to_markdown.render(run, results).decode()
+    assert "| server | model | server cores | cpu_work |" in md, md
+    assert "heavy at 1 cores" in md and "heavy at 2 cores" in md, md
+    assert "light p99 ratio against server cores" in to_html.render(run, results).decode()

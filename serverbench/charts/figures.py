@@ -293,6 +293,27 @@ def scaling_chart(lines: list[Any], styles: Styles, title: str) -> go.Figure:
     return _layout(fig, title, height=520)
 
 
+def hol_cores_chart(lines: list[tuple[str, str, list[tuple[int, float, bool]]]], styles: Styles,
+                    title: str) -> go.Figure:
+    """head-of-line over a cores sweep: the light p99 beside the heavy requests ÷ alone (1 = unaffected) against
+    server cores, one line per row (hol_section.lines: server, model, (cores, ratio, shared a CPU)); a pool,
+    a work-stealing runtime or a preempting scheduler should fall toward 1 with cores, a single loop should not.
+    Counts at which the server shared a CPU with the load generator are open crosses."""
+    fig = go.Figure()
+    for server, model, pts in lines:
+        fig.add_scatter(x=[k for k, _, _ in pts], y=[r for _, r, _ in pts], mode="lines+markers", name=server,
+                        line=styles.line(server),
+                        marker={"symbol": ["x-open" if o else "circle" for _, _, o in pts], "size": 8},
+                        hovertemplate=f"{server}: light p99 ×%{{y:.2f}} at %{{x}} cores<extra>{model}</extra>")
+    ks = sorted({k for _, _, pts in lines for k, _, _ in pts})
+    if ks:
+        fig.update_xaxes(type="log", title_text="server cores", tickvals=ks, ticktext=[str(k) for k in ks])
+    ys = [r for _, _, pts in lines for _, r, _ in pts] + [1.0]
+    fig.add_hline(y=1, line={"color": "#999999", "dash": "dot", "width": 1})
+    fig.update_yaxes(type="log", title_text="light p99 beside heavy ÷ alone", **log_ticks(ys, lambda x: f"{x:g}×"))
+    return _layout(fig, title, height=480)
+
+
 def capacity_chart(wl: WorkloadData, styles: Styles) -> go.Figure:
     """Achieved rate against p99 for every step, with the p99 limit; the last held step is the capacity."""
     fig = go.Figure()

@@ -25,10 +25,22 @@ MODEL_HEADERS = ["model", "rows", "median light p99 ratio", "median server CPU p
 
 
 def _heavy_groups(wl: Any) -> list[tuple[Any, Any | None]]:
-    """(heavy point's group, its quiet twin's group) per server, in the quiet point's order."""
-    by = {g.server: g for pt in wl.points for g in pt.groups if g.figures.noise.noise_shape == "heavy"}
-    order = [r[0] for r in noisy_section.rows(wl)]
-    return [(by[s], noisy_section.twin_group(wl, s)) for s in order if s in by]
+    """(heavy point's group, its quiet twin's group: the point it names, the same server) per server and, in a
+    cores sweep, per count; in the quiet point's order, then by count."""
+    by_label = {(pt.label, g.server): g for pt in wl.points for g in pt.groups}
+    order = {s: i for i, s in enumerate(r[0] for r in noisy_section.rows(wl))}
+    heavy = [g for pt in wl.points for g in pt.groups if g.figures.noise.noise_shape == "heavy"]
+    heavy.sort(key=lambda g: (order.get(g.server, len(order)), g.figures.cores.server_cores or 0))
+    return [(g, by_label.get((g.figures.noise.noise_twin, g.server))) for g in heavy]
+
+
+def swept(wl: Any) -> bool:
+    """Whether the workload's heavy points ran at several server core counts (a cores sweep)."""
+    return len({g.figures.cores.server_cores for g, _ in _heavy_groups(wl)}) > 1
+
+
+def headers(wl: Any) -> list[str]:
+    return HEADERS[:2] + ["server cores"] + HEADERS[2:] if swept(wl) else HEADERS
 
 
 def _cpu_work(g: Any) -> str:
@@ -48,15 +60,30 @@ def rows(wl: Any) -> list[list[str]]:
         beside = g.median(lambda m: m.latency.p99_us) if g.ok else None
         ratio = f"{n.noise_p99_ratio:.2f}" if n.noise_p99_ratio is not None else "—"
         verdict = verdict_text(n) or ("not judged (no result)" if not g.ok else "not judged")
-        out.append([g.server, g.model, _cpu_work(g), fmt_us(alone), fmt_us(beside), ratio, verdict,
+        k = g.figures.cores.server_cores
+        cores = [f"{k}{' ⚠ shared a CPU with the load generator' if g.figures.cores.cpu_overlap else ''}"] \
+            if swept(wl) else []
+        out.append([g.server, g.model, *cores, _cpu_work(g), fmt_us(alone), fmt_us(beside), ratio, verdict,
                     _ms(n.noise_heavy_cpu_ms), fmt_us(n.noise_heavy_p99_us)])
     return out
 
 
+def lines(wl: Any) -> list[tuple[str, str, list[tuple[int, float, bool]]]]:
+    """The cores chart's data: per server (model), its (cores, light p99 ratio, shared a CPU) by count."""
+    out: dict[str, tuple[str, list[tuple[int, float, bool]]]] = {}
+    for g, _ in _heavy_groups(wl):
+        k, ratio = g.figures.cores.server_cores, g.figures.noise.noise_p99_ratio
+        if k is not None and ratio is not None:
+            out.setdefault(g.server, (g.model, []))[1].append((k, ratio, g.figures.cores.cpu_overlap))
+    return [(s, m, sorted(pts)) for s, (m, pts) in out.items()]
+
+
 def model_rows(wl: Any) -> list[list[str]]:
+    """Per model (and count, in a sweep): the median light p99 ratio and server CPU per heavy request."""
     by: dict[str, list[Any]] = {}
     for g, _ in _heavy_groups(wl):
-        by.setdefault(g.model, []).append(g.figures.noise)
+        k = g.figures.cores.server_cores
+        by.setdefault(f"{g.model} at {k} cores" if swept(wl) else g.model, []).append(g.figures.noise)
     out = []
     for model, ns in sorted(by.items()):
         ratios = [n.noise_p99_ratio for n in ns if n.noise_p99_ratio is not None]
@@ -68,4 +95,4 @@ def model_rows(wl: Any) -> list[list[str]]:
     return out
 
 
-__all__ = ["INTRO", "MODEL_INTRO", "HEADERS", "MODEL_HEADERS", "rows", "model_rows"]
+__all__ = ["INTRO", "MODEL_INTRO", "HEADERS", "MODEL_HEADERS", "headers", "rows", "model_rows", "swept", "lines"]

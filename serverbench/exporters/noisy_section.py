@@ -15,12 +15,19 @@ ENDED_INTRO = ("How each server ended the noise connections (medians over the re
                "server, reset, given up by the client after 2 s without an answer (garbage), or still open at the end.")
 
 
+def column(g: Any) -> str | None:
+    """A noise group's column: its shape, and in a cores sweep the count ("heavy at 2 cores"): the same
+    shape at two counts is two columns."""
+    shape, k = g.figures.noise.noise_shape, g.figures.cores.server_cores
+    return f"{shape} at {k} cores" if shape and k is not None else shape
+
+
 def shapes(wl: Any) -> list[str]:
-    """The noise shapes of a noisy workload, in the order of its points."""
+    """The noise shapes (columns) of a noisy workload, in the order of its points."""
     out: list[str] = []
     for pt in wl.points:
         for g in pt.groups:
-            s = g.figures.noise.noise_shape
+            s = column(g)
             if s and s not in out:
                 out.append(s)
     return out
@@ -36,8 +43,7 @@ def twin_group(wl: Any, server: str) -> Any | None:
 
 
 def _by_shape(wl: Any) -> dict[tuple[str, str], Any]:
-    return {(g.server, g.figures.noise.noise_shape): g for pt in wl.points for g in pt.groups
-            if g.figures.noise.noise_shape}
+    return {(g.server, col): g for pt in wl.points for g in pt.groups if (col := column(g))}
 
 
 def rules() -> list[str]:

@@ -14,7 +14,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..results.aggregate import PointData, RunResults, Caveat, WorkloadData
-from ..charts.figures import FONT, Styles, capacity_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart
+from ..charts.figures import FONT, Styles, capacity_chart, hol_cores_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
 from . import database_section, hol_section, models_section, noisy_section, profile_section, tls_section
@@ -101,7 +101,7 @@ def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, 
         page.add(f'<p class="ok">✓ No errors or timeouts at {esc(pt.label)}.</p>')
 
 
-def _noisy(page: Page, wl: WorkloadData) -> None:
+def _noisy(page: Page, wl: WorkloadData, styles: Styles) -> None:
     """A noisy workload's verdicts per noise shape, the rules, the ratio chart, how the noise ended."""
     rules = noisy_section.rules()
     page.heading(3, f"{wl.name} · what the noise cost the legitimate traffic", toc=False)
@@ -110,7 +110,7 @@ def _noisy(page: Page, wl: WorkloadData) -> None:
     rows = noisy_section.rows(wl)
     if wl.kind == "head-of-line":  # the light p99 beside the declared cpu_work and the heavy requests' cost
         below = (f'<p class="desc">{esc(hol_section.INTRO)}</p>'
-                 + table(hol_section.HEADERS, [[esc(c) for c in r] for r in hol_section.rows(wl)], numeric_from=3)
+                 + table(hol_section.headers(wl), [[esc(c) for c in r] for r in hol_section.rows(wl)], numeric_from=3)
                  + f'<p class="desc">{esc(hol_section.MODEL_INTRO)}</p>'
                  + table(hol_section.MODEL_HEADERS, [[esc(c) for c in r] for r in hol_section.model_rows(wl)],
                          numeric_from=1))
@@ -122,6 +122,10 @@ def _noisy(page: Page, wl: WorkloadData) -> None:
     page.chart(noise_chart(noisy_section.ratios(wl), [r[0] for r in rows],
                            f"{wl.name}: legitimate p99 under each noise shape ÷ its quiet twin's (1 = unaffected)"),
                below, "Log axis; the quiet twin is the same legitimate load in the same server start without noise.")
+    if wl.kind == "head-of-line" and hol_section.swept(wl):
+        page.chart(hol_cores_chart(hol_section.lines(wl), styles, f"{wl.name}: light p99 ratio against server cores"),
+                   "", "Each count a fresh start pinned to that many CPUs, the heavy point beside its twin in it; "
+                   "open crosses: the server shared a CPU with the load generator.")
 
 
 def _over_time(page: Page, wl: WorkloadData, pt: PointData) -> None:
@@ -173,7 +177,7 @@ def _workload_section(page: Page, wl: WorkloadData) -> None:
                    f"{cores_section.MARK} and open crosses mark counts where the server shared a CPU with the load "
                    "generator.")
     if wl.kind in TWINNED:
-        _noisy(page, wl)
+        _noisy(page, wl, styles)
     if wl.is_capacity:
         page.chart(capacity_chart(wl, styles), capacity_table(wl),
                    "The capacity is the achieved rate of the last step whose p99 stayed under the limit "

@@ -209,7 +209,7 @@ def _noisy(wl: Any) -> list[str]:
     lines = ["### what the noise cost the legitimate traffic", "", rules[0], ""] + [f"- {r}" for r in rules[1:]]
     lines += ["", f"Verdicts: {noisy_section.verdict_counts(wl)}.", ""]
     if wl.kind == "head-of-line":  # the light p99 beside the declared cpu_work and the heavy requests' cost
-        return (lines + [hol_section.INTRO, ""] + _table(hol_section.HEADERS, hol_section.rows(wl))
+        return (lines + [hol_section.INTRO, ""] + _table(hol_section.headers(wl), hol_section.rows(wl))
                 + [hol_section.MODEL_INTRO, ""] + _table(hol_section.MODEL_HEADERS, hol_section.model_rows(wl)))
     lines += _table(noisy_section.headers(wl), noisy_section.rows(wl))
     return lines + [noisy_section.ENDED_INTRO, ""] + _table(noisy_section.ended_headers(wl), noisy_section.ended_rows(wl))

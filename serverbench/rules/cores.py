@@ -43,14 +43,27 @@ P = TypeVar("P", bound=_Point)
 
 def expand(points: list[P], n_cpus: int) -> list[P]:
     """Each `server_cores = "sweep"` point replaced by one point per count, labelled `<label>=<k>`
-    (a template labelled "cores" gives cores=1, cores=2, …); other points unchanged."""
+    (a template labelled "cores" gives cores=1, cores=2, …); a point that names a quiet twin (head-of-line)
+    names its twin at the same count; other points unchanged."""
     out: list[P] = []
     for p in points:
         if p.server_cores != SWEEP:
             out.append(p)
             continue
-        out += [p.model_copy(update={"label": f"{p.label}={k}", "server_cores": k}) for k in counts(n_cpus)]
+        twin = getattr(p, "twin", None)
+        out += [p.model_copy(update={"label": f"{p.label}={k}", "server_cores": k,
+                                     **({"twin": f"{twin}={k}"} if twin else {})}) for k in counts(n_cpus)]
     return out
+
+
+def by_count(points: list[P]) -> list[list[P]]:
+    """The points with a core count grouped by it, in order of first appearance: the points at one count share
+    one server start (a head-of-line point and its quiet twin are compared within one start)."""
+    groups: dict[Any, list[P]] = {}
+    for p in points:
+        if p.server_cores is not None:
+            groups.setdefault(p.server_cores, []).append(p)
+    return list(groups.values())
 
 
 class GroupCores(FigureGroup):
@@ -84,4 +97,4 @@ def warnings(cells: list[CellRecord], over_time: list[tuple[str, str, str]]) -> 
         f"a clean {m.setup.server_cores}-core result, so the scaling table does not rank by it")]
 
 
-__all__ = ["GroupCores", "SWEEP", "counts", "expand", "figures", "warnings"]
+__all__ = ["GroupCores", "SWEEP", "by_count", "counts", "expand", "figures", "warnings"]

@@ -4,8 +4,9 @@ Order: repetitions outermost (rep 1 of every server/workload, then rep 2, ...), 
 of the machine spread over all servers instead of biasing one.
 A server is started fresh for every (repetition, server, workload): repetitions are
 independent samples (no state such as the /tenth counter or heap growth carries over), and
-its points share that one start, except a cores sweep's points (`server_cores`, cores.py): each
-gets its own start pinned to that many of the server machine's CPUs; and a TLS workload's points get a
+its points share that one start, except a cores sweep's points (`server_cores`, cores.py): the points
+at one count (one per count in the cores workload; a head-of-line point and its twin) get a start of their
+own pinned to that many of the server machine's CPUs; and a TLS workload's points get a
 start per key type, plaintext or TLS with the run's certificate (`tls`, tls_run.py). Per point: warm-up (a
 separate, unrecorded loadgen run of the size's `warmup`), for `rate = "N%"` a closed-loop
 calibration (64 connections), then the measured run with the server's process tree sampled,
@@ -107,7 +108,7 @@ def planned_seconds(plan: list, opts: RunOptions, gate: measure.Gate) -> float:
     total = 0.0
     for _, m, w, s, pts in plan:
         if (tls_run.row_reason(m, w, opts) or gate.reason(m, w)) is None:
-            starts = sum(1 for p in pts if p.server_cores is not None) + len(
+            starts = len(cores.by_count(pts)) + len(
                 tls_run.starts([p for p in pts if p.server_cores is None]))
             steady = s.steady_max_seconds()
             total += (starts * (steady - s.warmup_seconds()) if steady > 0 else 0.0) + sum(
@@ -229,23 +230,24 @@ class Runner:
         starts = [self.in_start.extend(rep, m.id, w.name, shared, self.done) for shared in starts]
         for shared in starts:
             self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
-        for p in todo:
-            if p.server_cores is not None:
-                self._run_cores_point(rep, m, w, size, p)
+        for at_k in cores.by_count(todo):
+            self._run_cores_points(rep, m, w, size, at_k)
 
-    def _run_cores_point(self, rep: int, m: Any, w: Workload, size: Size, p: Point) -> None:
-        """A point with `server_cores = k`: a fresh start pinned to the first k of the server machine's CPUs."""
+    def _run_cores_points(self, rep: int, m: Any, w: Workload, size: Size, pts: list[Point]) -> None:
+        """The points with `server_cores = k` (one per count in a cores sweep; a head-of-line point with its
+        twin): a fresh start pinned to the first k of the server machine's CPUs."""
         online = self._sweep_cpus()
-        k = int(p.server_cores or 0)
+        k = int(pts[0].server_cores or 0)
         why = ("a --target server is not started here, so its CPUs cannot be set" if self.opts.target else
                f"needs {k} server CPUs; the server machine has {len(online)}" if k > len(online) else None)
         if why is not None:
-            self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=why, started_at=now_iso(),
-                                    finished_at=now_iso()), 0.0)
+            for p in pts:
+                self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=why, started_at=now_iso(),
+                                        finished_at=now_iso()), 0.0)
             return
         cpus = online[:k]
-        tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", p.label)
-        self.run_start(rep, m, w, size, [p], cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
+        tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", pts[0].label)
+        self.run_start(rep, m, w, size, pts, cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
                         {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": cpu_overlap(self.opts, cpus)})
 
     def run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
