@@ -81,6 +81,12 @@ func handler(ctx *fasthttp.RequestCtx) {
 			tenth(ctx)
 			return
 		}
+	case "/compress":
+		method = fasthttp.MethodGet
+		if ctx.IsGet() {
+			compress(ctx)
+			return
+		}
 	case "/echo":
 		method = fasthttp.MethodPost
 		if ctx.IsPost() {
@@ -147,6 +153,26 @@ func tenth(ctx *fasthttp.RequestCtx) {
 		time.Sleep(wait)
 	}
 	reply(ctx, fasthttp.StatusOK, "text/plain", strconv.AppendInt(nil, count, 10))
+}
+
+// compress gzips the first kb KiB of $COMPRESS_FILE on every request with
+// fasthttp's own helper, AppendGzipBytesLevel at CompressDefaultCompression (6):
+// klauspost/compress's gzip, pinned by go.sum. fasthttp runs it through its
+// stackless wrapper (a pool of GOMAXPROCS goroutines, keeping the deflate stack
+// off the many worker goroutines); the handler's worker goroutine waits for it.
+func compress(ctx *fasthttp.RequestCtx) {
+	data, ok, err := gocontract.CompressInput(string(ctx.URI().QueryString()))
+	if !ok {
+		badRequest(ctx)
+		return
+	}
+	if err != nil {
+		reply(ctx, fasthttp.StatusInternalServerError, "text/plain", []byte(err.Error()))
+		return
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderContentEncoding, "gzip")
+	reply(ctx, fasthttp.StatusOK, "application/json",
+		fasthttp.AppendGzipBytesLevel(nil, data, fasthttp.CompressDefaultCompression))
 }
 
 func echo(ctx *fasthttp.RequestCtx) {
