@@ -437,3 +437,16 @@ def test_a_run_whose_cells_were_all_skipped_exits_1_naming_why(env, tmp_path: Pa
                                               "r1: reason 1; r2: reason 2; 2 more reasons in `serverbench report 7`)")
     for other in ({"ok": 1}, {"failed": 1}, {"status": "interrupted"}):
         assert nothing_measured(SimpleNamespace(**{**vars(ended), **other}), cells) is None
+
+
+def test_the_provisional_glance_names_the_figure_each_point_ranks_by() -> None:
+    """head-of-line and the other p99 kinds rank by the p99 (every row holds the same rate): the first answer
+    shows that, not a rate every row shares."""
+    from types import SimpleNamespace
+    from serverbench.cli.steps import _ranked_figure
+
+    def group(kind: str) -> SimpleNamespace:
+        return SimpleNamespace(server="r", kind=kind, throughput=SimpleNamespace(median=1000.0),
+                               median=lambda f: f(SimpleNamespace(latency=SimpleNamespace(p99_us=2_500.0))))
+    assert _ranked_figure(group("head-of-line")) == "r (p99 2.5 ms)"
+    assert _ranked_figure(group("throughput")) == "r (1,000 req/s)"

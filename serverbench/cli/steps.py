@@ -84,9 +84,7 @@ def provisional(store: Any, run_id: int, repeat: int) -> Path:
              f"follows when the run ends (run {run_id})")
     console.print(f"[bold yellow]{label}[/]")
     for wl, pt, _ in opening.glances(results):
-        top = pt.measured[:3]
-        console.print(f"  {wl.name} · {pt.label}: " + ", then ".join(
-            f"{g.server} ({g.throughput.median:,.0f} req/s)" if g.throughput is not None else g.server for g in top))
+        console.print(f"  {wl.name} · {pt.label}: " + ", then ".join(_ranked_figure(g) for g in pt.measured[:3]))
     table = summary_table(results)
     table.title = f"provisional: 1 of {repeat} repetitions"
     console.print(table)
@@ -95,6 +93,16 @@ def provisional(store: Any, run_id: int, repeat: int) -> Path:
     path.write_bytes(f"> **{label}.**\n\n".encode() + to_markdown.render(run, results))
     console.print(f"provisional Markdown: {path}")
     return path
+
+
+def _ranked_figure(g: Any) -> str:
+    """A row and the figure its point ranks by: the p99 for the fixed-demand kinds (noisy, head-of-line …),
+    else the successful rate."""
+    from ..catalog.kinds import P99_KINDS
+    from ..results.formatting import fmt_us
+    if g.kind in P99_KINDS:
+        return f"{g.server} (p99 {fmt_us(g.median(lambda m: m.latency.p99_us))})"
+    return f"{g.server} ({g.throughput.median:,.0f} req/s)" if g.throughput is not None else g.server
 
 
 def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = True, starts: int = 5,
