@@ -30,7 +30,6 @@ import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
 import io.netty.util.concurrent.DefaultEventExecutorGroup;
 import io.netty.util.concurrent.EventExecutorGroup;
-import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -40,7 +39,6 @@ import java.util.ArrayDeque;
 import java.util.Date;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLException;
 
 /**
@@ -69,7 +67,6 @@ public final class NettyServer {
             System.exit(1);
         }
         Database database = db;
-        byte[] compressDoc = compressDoc(env);
         // /compress: gzip is long-running CPU work, which Netty's ChannelPipeline javadoc says to keep off the
         // I/O threads ("so that the I/O thread is not blocked by a time-consuming task") on an EventExecutorGroup;
         // one executor per event loop, as many as there are cores for the loops.
@@ -92,7 +89,7 @@ public final class NettyServer {
                                 new HttpServerCodec(4096, 16 * 1024, 8192),
                                 new DateHeader(),
                                 new HttpObjectAggregator(Contract.MAX_BODY),
-                                new Handler(env.helloFile(), database, compressDoc, cpuGroup));
+                                new Handler(env.helloFile(), database, cpuGroup));
                     }
                 });
         try {
@@ -101,19 +98,6 @@ public final class NettyServer {
             env.cannotListen(e.getMessage());   // exits
         }
         env.listening(env.workers() + " event loops");
-    }
-
-    /** $COMPRESS_FILE, read once at start; null without it (/compress then answers 503). */
-    private static byte[] compressDoc(ServerEnv env) {
-        String file = System.getenv("COMPRESS_FILE");
-        if (file == null || file.isEmpty()) return null;
-        try {
-            return Files.readAllBytes(Path.of(file));
-        } catch (IOException e) {
-            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
-            System.exit(1);
-            return null;
-        }
     }
 
     /**
@@ -175,15 +159,13 @@ public final class NettyServer {
 
         private final Path helloFile;
         private final Database db;   // null without $DATABASE_URL
-        private final byte[] compressDoc;   // null without $COMPRESS_FILE
         private final EventExecutorGroup cpuGroup;
         private final ArrayDeque<Slot> pending = new ArrayDeque<>();
         private boolean closing;
 
-        Handler(Path helloFile, Database db, byte[] compressDoc, EventExecutorGroup cpuGroup) {
+        Handler(Path helloFile, Database db, EventExecutorGroup cpuGroup) {
             this.helloFile = helloFile;
             this.db = db;
-            this.compressDoc = compressDoc;
             this.cpuGroup = cpuGroup;
         }
 
@@ -262,10 +244,9 @@ public final class NettyServer {
                         notAllowed(ctx, slot, req, keepAlive, "GET, HEAD");
                         return;
                     }
-                    long kb = Contract.queryInt(query, "kb", 1, 4096, -1);
+                    int kb = Contract.compressKb(query);
                     if (kb < 0) answer(ctx, slot, text(req, HttpResponseStatus.BAD_REQUEST, "Bad Request"), keepAlive, false);
-                    else if (compressDoc == null) answer(ctx, slot, text(req, HttpResponseStatus.SERVICE_UNAVAILABLE, "Service Unavailable"), keepAlive, false);
-                    else compress(ctx, slot, req, keepAlive, (int) kb * 1024);
+                    else compress(ctx, slot, req, keepAlive, kb);
                     return;
                 }
                 case "/echo":
@@ -314,15 +295,18 @@ public final class NettyServer {
         }
 
         /**
-         * /compress: the gzip of the document's first length bytes, made on cpuGroup (off the event
-         * loop) on every request; the response goes back to this connection's loop, as the database's does.
+         * /compress: the gzip of $COMPRESS_FILE's first kb KiB (java-http-contract's compressGzip: the JDK's
+         * GZIPOutputStream at zlib's level 6), made on cpuGroup (off the event loop) on every request; the
+         * response goes back to this connection's loop, as the database's does. 500 if the file is unreadable.
          */
-        private void compress(ChannelHandlerContext ctx, Slot slot, FullHttpRequest req, boolean keepAlive, int length) {
+        private void compress(ChannelHandlerContext ctx, Slot slot, FullHttpRequest req, boolean keepAlive, int kb) {
             cpuGroup.execute(() -> {
-                byte[] body = gzip(compressDoc, length);
+                byte[] body = Contract.compressGzip(kb);
                 ctx.executor().execute(() -> {
-                    FullHttpResponse r = ok(req, "application/json", Unpooled.wrappedBuffer(body));
-                    r.headers().set(HttpHeaderNames.CONTENT_ENCODING, "gzip");
+                    FullHttpResponse r = body == null
+                            ? text(req, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Internal Server Error")
+                            : ok(req, "application/json", Unpooled.wrappedBuffer(body));
+                    if (body != null) r.headers().set(HttpHeaderNames.CONTENT_ENCODING, "gzip");
                     answer(ctx, slot, r, keepAlive, true);
                 });
             });
@@ -386,17 +370,6 @@ public final class NettyServer {
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    /** The JDK's GZIPOutputStream: a gzip header and trailer around Deflater.DEFAULT_COMPRESSION, zlib's level 6. */
-    static byte[] gzip(byte[] data, int length) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
-            gz.write(data, 0, length);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);   // a ByteArrayOutputStream does not fail
-        }
-        return out.toByteArray();
     }
 
     static String rawQuery(String uri) {

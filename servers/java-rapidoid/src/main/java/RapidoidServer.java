@@ -1,16 +1,13 @@
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLContext;
 import org.rapidoid.buffer.Buf;
 import org.rapidoid.data.BufRange;
@@ -46,12 +43,10 @@ public final class RapidoidServer extends AbstractHttpServer {
     });
     private final ServerEnv env;
     private final JdbcClient jdbc;   // null without $DATABASE_URL: the database paths answer 503
-    private final byte[] compressDoc;   // $COMPRESS_FILE, read once at start; null without it (/compress: 503)
 
-    private RapidoidServer(ServerEnv env, JdbcClient jdbc, byte[] compressDoc) {
+    private RapidoidServer(ServerEnv env, JdbcClient jdbc) {
         this.env = env;
         this.jdbc = jdbc;
-        this.compressDoc = compressDoc;
     }
 
     /** The work of a database path on a JDBC worker's connection: the response body. */
@@ -67,7 +62,7 @@ public final class RapidoidServer extends AbstractHttpServer {
         SSLContext tls = ServerTls.context(env);   // null: plaintext
         JdbcClient jdbc = Database.fromEnv("java-rapidoid");   // opens the pool before listening
         try {
-            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env, jdbc, compressDoc(env))).address(env.host()).port(env.port())
+            ServerBuilder server = TCP.server().protocol(new RapidoidServer(env, jdbc)).address(env.host()).port(env.port())
                     .workers(env.workers());
             if (tls != null) server.tls(true).tlsContext(tls);   // Rapidoid's own TLS layer (RapidoidTLS, an SSLEngine per connection)
             server.build().start();
@@ -75,18 +70,6 @@ public final class RapidoidServer extends AbstractHttpServer {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);
         }
         env.listening(env.workers() + " Rapidoid I/O workers");
-    }
-
-    private static byte[] compressDoc(ServerEnv env) {
-        String file = System.getenv("COMPRESS_FILE");
-        if (file == null || file.isEmpty()) return null;
-        try {
-            return Files.readAllBytes(Path.of(file));
-        } catch (IOException e) {
-            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
-            System.exit(1);
-            return null;
-        }
     }
 
     @Override
@@ -167,20 +150,25 @@ public final class RapidoidServer extends AbstractHttpServer {
     }
 
     /**
-     * /compress: the JDK's GZIPOutputStream (Deflater.DEFAULT_COMPRESSION, zlib's level 6) over the
-     * document's first kb KiB, on every request, on Rapidoid's job executor (Jobs, the pool its managed
+     * /compress: $COMPRESS_FILE's first kb KiB gzipped on every request by java-http-contract's compressGzip
+     * (the JDK's GZIPOutputStream at zlib's level 6; null, answered 500, if the file is unreadable), on
+     * Rapidoid's job executor (Jobs, the pool its managed
      * handlers run on: HttpManagedHandlerDecorator hands them to Jobs.executeInContext), not on the I/O
      * worker, which goes on serving its other connections; answered asynchronously as /delay is.
      */
     private HttpStatus compress(Channel ctx, boolean keepAlive, String query) {
-        long kb = Contract.queryInt(query, "kb", 1, 4096, -1);
+        int kb = Contract.compressKb(query);
         if (kb < 0) return text(ctx, 400, keepAlive, "Bad Request");
-        if (compressDoc == null) return text(ctx, 503, keepAlive, "Service Unavailable");
         long connId = ctx.connId();
         long handle = ctx.async();
         Jobs.execute(() -> {
-            byte[] body = gzip(compressDoc, (int) kb * 1024);
+            byte[] body = Contract.compressGzip(kb);
             ctx.resume(connId, handle, () -> {
+                if (body == null) {
+                    text(ctx, 500, keepAlive, "Internal Server Error");
+                    ctx.send();
+                    return true;
+                }
                 startResponse(ctx, keepAlive);   // as ok() does, then one header more before the body's
                 ctx.write(CONTENT_ENCODING_GZIP);
                 writeBody(ctx, body, MediaType.JSON);
@@ -189,16 +177,6 @@ public final class RapidoidServer extends AbstractHttpServer {
             });
         });
         return HttpStatus.ASYNC;
-    }
-
-    private static byte[] gzip(byte[] data, int length) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
-            gz.write(data, 0, length);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);   // a ByteArrayOutputStream does not fail
-        }
-        return out.toByteArray();
     }
 
     private HttpStatus database(Channel ctx, boolean keepAlive, String path, String query) {

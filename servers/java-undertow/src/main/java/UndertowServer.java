@@ -16,7 +16,6 @@ import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.Deque;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.GZIPOutputStream;
 import javax.net.ssl.SSLContext;
 import org.xnio.Options;
 
@@ -36,12 +35,10 @@ public final class UndertowServer implements HttpHandler {
 
     private final Path helloFile;
     private final Database database;
-    private final byte[] compressDoc;   // $COMPRESS_FILE, read once at start; null without it (/compress: 503)
 
-    UndertowServer(Path helloFile, Database database, byte[] compressDoc) {
+    UndertowServer(Path helloFile, Database database) {
         this.helloFile = helloFile;
         this.database = database;
-        this.compressDoc = compressDoc;
     }
 
     public static void main(String[] args) {
@@ -57,7 +54,7 @@ public final class UndertowServer implements HttpHandler {
                 .setWorkerThreads(env.workers() * 8)
                 .setSocketOption(Options.BACKLOG, ServerEnv.BACKLOG)
                 // answers "Expect: 100-continue" when the handler starts reading the body
-                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile(), database, compressDoc(env))))
+                .setHandler(Handlers.httpContinueRead(new UndertowServer(env.helloFile(), database)))
                 .build();
         try {
             server.start();
@@ -65,18 +62,6 @@ public final class UndertowServer implements HttpHandler {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);   // exits: XNIO's threads are already running
         }
         env.listening(env.workers() + " IO threads");
-    }
-
-    private static byte[] compressDoc(ServerEnv env) {
-        String file = System.getenv("COMPRESS_FILE");
-        if (file == null || file.isEmpty()) return null;
-        try {
-            return Files.readAllBytes(Path.of(file));
-        } catch (IOException e) {
-            System.err.println(env.name() + ": cannot read $COMPRESS_FILE " + file + " (" + e + ")");
-            System.exit(1);
-            return null;
-        }
     }
 
     @Override
@@ -141,11 +126,10 @@ public final class UndertowServer implements HttpHandler {
                     notAllowed(ex, "GET, HEAD");
                     return;
                 }
-                long kb = Contract.queryInt(ex.getQueryString(), "kb", 1, 4096, -1);
+                int kb = Contract.compressKb(ex.getQueryString());
                 if (kb < 0) badRequest(ex);
-                else if (compressDoc == null) text(ex, 503, "Service Unavailable");
                 else if (ex.isInIoThread()) ex.dispatch(this);   // gzip holds the thread: run again on a worker thread
-                else compress(ex, (int) kb * 1024);
+                else compress(ex, kb);
                 return;
             }
             case "/echo":
@@ -215,16 +199,17 @@ public final class UndertowServer implements HttpHandler {
     }
 
     /**
-     * /compress on a worker thread: the JDK's GZIPOutputStream (Deflater.DEFAULT_COMPRESSION, zlib's
-     * level 6) over the document's first length bytes, on every request.
+     * /compress on a worker thread: $COMPRESS_FILE's first kb KiB gzipped on every request by
+     * java-http-contract's compressGzip (the JDK's GZIPOutputStream at zlib's level 6); 500 if unreadable.
      */
-    private void compress(HttpServerExchange ex, int length) throws IOException {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (GZIPOutputStream gz = new GZIPOutputStream(out)) {
-            gz.write(compressDoc, 0, length);
+    private static void compress(HttpServerExchange ex, int kb) {
+        byte[] body = Contract.compressGzip(kb);
+        if (body == null) {
+            text(ex, 500, "Internal Server Error");
+            return;
         }
         ex.getResponseHeaders().put(Headers.CONTENT_ENCODING, "gzip");
-        send(ex, 200, "application/json", ByteBuffer.wrap(out.toByteArray()));
+        send(ex, 200, "application/json", ByteBuffer.wrap(body));
     }
 
     /** Per request, with Jackson. */
