@@ -77,6 +77,11 @@ class Choices(BaseModel):
     # The `tls` feature (SPEC.md, "TLS"): the library that serves HTTPS, or why the stack serves none here.
     tls_library: str | None = Field(default=None, min_length=1)
     tls_out: str | None = Field(default=None, min_length=1)
+    # The `h2` feature (SPEC.md, "HTTP/2"): the stack's HTTP/2 server and the stream limit it advertises,
+    # or why the stack serves no HTTP/2 here.
+    http2_library: str | None = Field(default=None, min_length=1)
+    http2_max_streams: str | None = Field(default=None, min_length=1)
+    http2_out: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _db_keys_together(self) -> "Choices":
@@ -93,6 +98,10 @@ class Choices(BaseModel):
             raise ValueError("compression and compress_out exclude each other: a row serves /compress or says why not")
         if self.tls_library is not None and self.tls_out is not None:
             raise ValueError("tls_library and tls_out exclude each other: a row serves TLS or says why not")
+        if (self.http2_library is None) != (self.http2_max_streams is None):
+            raise ValueError("an h2 row declares both http2_library and http2_max_streams (see SPEC.md, Choices)")
+        if self.http2_library is not None and self.http2_out is not None:
+            raise ValueError("http2_library and http2_out exclude each other: a row serves HTTP/2 or says why not")
         return self
 
     @property
@@ -106,6 +115,10 @@ class Choices(BaseModel):
     @property
     def tls(self) -> bool:
         return self.tls_library is not None
+
+    @property
+    def h2(self) -> bool:
+        return self.http2_library is not None
 
 
 class Manifest(BaseModel):
