@@ -27,6 +27,29 @@ if [ -n "${TLS_CERT:-}" ] || [ -n "${TLS_KEY:-}" ]; then
         ssl_protocols TLSv1.2 TLSv1.3;"
 fi
 
+# SPEC.md's HTTP/2 switch: nginx's own ngx_http_v2_module (Debian 12's nginx 1.22 is built --with-http_v2_module).
+# nginx 1.22 enables it per listener: `listen ... http2` alone is h2c with prior knowledge (the connection
+# preface, no Upgrade); with `ssl` too, ALPN offers h2 and http/1.1. (nginx >= 1.25.1 spells it `http2 on;`.)
+# Its SETTINGS stay nginx's defaults (http2_max_concurrent_streams 128, windows, frame size).
+case ${HTTP2:-} in
+    "") ;;
+    h2c)
+        if [ -n "$tls" ]; then
+            echo "nginx-lua: HTTP2=h2c is cleartext HTTP/2: unset TLS_CERT/TLS_KEY, or use HTTP2=h2" >&2
+            exit 2
+        fi
+        listen="$listen http2" ;;
+    h2)
+        if [ -z "$tls" ]; then
+            echo "nginx-lua: HTTP2=h2 is HTTP/2 over TLS: set TLS_CERT and TLS_KEY too (or use HTTP2=h2c)" >&2
+            exit 2
+        fi
+        listen="$listen http2" ;;
+    *)
+        echo "nginx-lua: HTTP2 must be h2c or h2, not '$HTTP2'" >&2
+        exit 2 ;;
+esac
+
 # File descriptors: as many connections per worker as the hard limit allows.
 nofile=$(ulimit -Hn)
 if [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ]; then nofile=65536; fi
