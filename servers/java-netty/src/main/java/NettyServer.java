@@ -4,9 +4,12 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
@@ -25,9 +28,19 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http2.Http2Exception;
+import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
+import io.netty.handler.codec.http2.Http2MultiplexHandler;
+import io.netty.handler.codec.http2.Http2SecurityUtil;
+import io.netty.handler.codec.http2.Http2StreamChannel;
+import io.netty.handler.codec.http2.Http2StreamFrameToHttpObjectCodec;
+import io.netty.handler.ssl.ApplicationProtocolConfig;
+import io.netty.handler.ssl.ApplicationProtocolNames;
+import io.netty.handler.ssl.ApplicationProtocolNegotiationHandler;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
+import io.netty.handler.ssl.SupportedCipherSuiteFilter;
 import io.netty.util.concurrent.DefaultEventExecutorGroup;
 import io.netty.util.concurrent.EventExecutorGroup;
 import java.io.File;
@@ -49,6 +62,13 @@ import javax.net.ssl.SSLException;
  * paths (with $DATABASE_URL) run on Vert.x's reactive PostgreSQL client ({@link Database}) and
  * are answered on the connection's loop when the query completes. /compress gzips on a
  * separate {@link EventExecutorGroup} and is answered on the connection's loop likewise.
+ *
+ * <p>With $HTTP2 (SPEC.md, HTTP/2): Netty's HTTP/2 codec, as its multiplex example builds it.
+ * {@code h2c}: every connection is HTTP/2 with prior knowledge (Http2FrameCodec + Http2MultiplexHandler,
+ * no HTTP/1.1 on that port); {@code h2} with $TLS_CERT/$TLS_KEY: ALPN offers h2 and http/1.1 and
+ * an ApplicationProtocolNegotiationHandler builds the chosen pipeline. Each stream is a child channel
+ * whose Http2StreamFrameToHttpObjectCodec turns its frames into HTTP/1 objects, so the same
+ * DateHeader, HttpObjectAggregator and Handler serve HTTP/2 streams and HTTP/1.1 connections.
  */
 public final class NettyServer {
     static final ObjectMapper MAPPER = new ObjectMapper();
@@ -71,7 +91,8 @@ public final class NettyServer {
         // I/O threads ("so that the I/O thread is not blocked by a time-consuming task") on an EventExecutorGroup;
         // one executor per event loop, as many as there are cores for the loops.
         EventExecutorGroup cpuGroup = new DefaultEventExecutorGroup(env.workers());
-        SslContext tls = tlsContext(env);   // null: plaintext
+        String http2 = http2Mode(env);   // "", "h2c" or "h2"
+        SslContext tls = tlsContext(env, http2.equals("h2"));   // null: plaintext
         EventLoopGroup acceptor = new NioEventLoopGroup(1);
         EventLoopGroup loops = new NioEventLoopGroup(env.workers());
         ServerBootstrap bootstrap = new ServerBootstrap()
@@ -84,12 +105,19 @@ public final class NettyServer {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         if (tls != null) ch.pipeline().addLast(tls.newHandler(ch.alloc()));   // TLS first: the codec sees plaintext
-                        ch.pipeline().addLast(
-                                // header block up to 16 KiB (Netty's default is 8 KiB; SPEC.md wants 8 KiB accepted)
-                                new HttpServerCodec(4096, 16 * 1024, 8192),
-                                new DateHeader(),
-                                new HttpObjectAggregator(Contract.MAX_BODY),
-                                new Handler(env.helloFile(), database, cpuGroup));
+                        if (http2.equals("h2c")) {
+                            http2(ch.pipeline(), env, database, cpuGroup);
+                        } else if (http2.equals("h2")) {   // after the handshake: what ALPN chose
+                            ch.pipeline().addLast(new ApplicationProtocolNegotiationHandler(ApplicationProtocolNames.HTTP_1_1) {
+                                @Override
+                                protected void configurePipeline(ChannelHandlerContext ctx, String protocol) {
+                                    if (protocol.equals(ApplicationProtocolNames.HTTP_2)) http2(ctx.pipeline(), env, database, cpuGroup);
+                                    else http1(ctx.pipeline(), env, database, cpuGroup);
+                                }
+                            });
+                        } else {
+                            http1(ch.pipeline(), env, database, cpuGroup);
+                        }
                     }
                 });
         try {
@@ -97,20 +125,86 @@ public final class NettyServer {
         } catch (Exception e) {
             env.cannotListen(e.getMessage());   // exits
         }
-        env.listening(env.workers() + " event loops");
+        env.listening(env.workers() + " event loops" + (http2.isEmpty() ? "" : ", HTTP/2 (" + http2 + ")"));
+    }
+
+    /** An HTTP/1.1 connection: Netty's codec, the aggregator and the row's handler. */
+    static void http1(ChannelPipeline p, ServerEnv env, Database db, EventExecutorGroup cpuGroup) {
+        p.addLast(
+                // header block up to 16 KiB (Netty's default is 8 KiB; SPEC.md wants 8 KiB accepted)
+                new HttpServerCodec(4096, 16 * 1024, 8192),
+                new DateHeader(),
+                new HttpObjectAggregator(Contract.MAX_BODY),
+                new Handler(env.helloFile(), db, cpuGroup));
+    }
+
+    /**
+     * An HTTP/2 connection: Http2FrameCodec with Netty's default SETTINGS (Http2Settings.defaultSettings():
+     * SETTINGS_MAX_CONCURRENT_STREAMS 100 and SETTINGS_MAX_HEADER_LIST_SIZE 8192; the initial window and
+     * frame size are left at the protocol's 65,535 and 16,384) and its default rapid-reset guard; one child
+     * channel per stream, each running the same handlers as an HTTP/1.1 connection behind
+     * Http2StreamFrameToHttpObjectCodec. A connection error reaches CloseOnError after the codec has sent its GOAWAY.
+     */
+    static void http2(ChannelPipeline p, ServerEnv env, Database db, EventExecutorGroup cpuGroup) {
+        p.addLast(Http2FrameCodecBuilder.forServer().build(), new Http2MultiplexHandler(new ChannelInitializer<Http2StreamChannel>() {
+            @Override
+            protected void initChannel(Http2StreamChannel stream) {
+                stream.pipeline().addLast(
+                        new Http2StreamFrameToHttpObjectCodec(true),
+                        new DateHeader(),
+                        new HttpObjectAggregator(Contract.MAX_BODY),
+                        new Handler(env.helloFile(), db, cpuGroup));
+            }
+        }), CloseOnError.INSTANCE);
+    }
+
+    /**
+     * Last in an HTTP/2 connection's pipeline: an I/O error (a reset by the peer) closes the connection, as Handler
+     * does on HTTP/1.1, instead of reaching the pipeline's tail, which logs a warning for every such connection.
+     * An Http2Exception is the codec's to answer: Http2FrameCodec passes it on first, then sends its GOAWAY with
+     * the error's code and closes; closing here would send a GOAWAY(NO_ERROR) before it.
+     */
+    @ChannelHandler.Sharable
+    static final class CloseOnError extends ChannelInboundHandlerAdapter {
+        static final CloseOnError INSTANCE = new CloseOnError();
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            if (!(cause instanceof Http2Exception)) ctx.close();
+        }
+    }
+
+    /** $HTTP2: "" (unset: HTTP/1.1 only), "h2c", or "h2" (which needs $TLS_CERT/$TLS_KEY); anything else exits. */
+    private static String http2Mode(ServerEnv env) {
+        String mode = System.getenv("HTTP2");
+        if (mode == null || mode.isEmpty()) return "";
+        if (mode.equals("h2c") && !ServerTls.requested() || mode.equals("h2") && ServerTls.requested()) return mode;
+        System.err.println(env.name() + ": $HTTP2=" + mode + " is not served: h2c (without $TLS_*) or h2 (with $TLS_CERT/$TLS_KEY)");
+        System.exit(1);
+        return null;
     }
 
     /**
      * With $TLS_CERT/$TLS_KEY: Netty's SslContext on the JDK's TLS (JSSE), loaded from the
-     * PEM files, which Netty reads itself. No ALPN is configured (HTTP/1.1 only); protocols
-     * and cipher suites are Netty's defaults.
+     * PEM files, which Netty reads itself. Without $HTTP2 no ALPN is configured (HTTP/1.1 only);
+     * protocols and cipher suites are Netty's defaults. With $HTTP2=h2, what Netty's HTTP/2 examples
+     * configure: ALPN offering h2 and http/1.1, and the suites of Http2SecurityUtil.CIPHERS (RFC 7540's
+     * allowed ones: TLS 1.3's and TLS 1.2's ECDHE AEAD suites) that the JDK supports.
      */
-    private static SslContext tlsContext(ServerEnv env) {
+    private static SslContext tlsContext(ServerEnv env, boolean h2) {
         if (!ServerTls.requested()) return null;
         try {
-            return SslContextBuilder.forServer(new File(System.getenv("TLS_CERT")), new File(System.getenv("TLS_KEY")))
-                    .sslProvider(SslProvider.JDK)
-                    .build();
+            SslContextBuilder builder = SslContextBuilder.forServer(new File(System.getenv("TLS_CERT")), new File(System.getenv("TLS_KEY")))
+                    .sslProvider(SslProvider.JDK);
+            if (h2) {
+                builder.ciphers(Http2SecurityUtil.CIPHERS, SupportedCipherSuiteFilter.INSTANCE)
+                        .applicationProtocolConfig(new ApplicationProtocolConfig(
+                                ApplicationProtocolConfig.Protocol.ALPN,
+                                ApplicationProtocolConfig.SelectorFailureBehavior.NO_ADVERTISE,
+                                ApplicationProtocolConfig.SelectedListenerFailureBehavior.ACCEPT,
+                                ApplicationProtocolNames.HTTP_2, ApplicationProtocolNames.HTTP_1_1));
+            }
+            return builder.build();
         } catch (SSLException | IllegalArgumentException e) {
             System.err.println(env.name() + ": cannot load $TLS_CERT/$TLS_KEY (" + e + "); $TLS_CERT must be a PEM certificate and $TLS_KEY its PEM PKCS#8 key");
             System.exit(1);
