@@ -2,6 +2,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.undertow.Handlers;
 import io.undertow.Undertow;
+import io.undertow.UndertowOptions;
 import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Headers;
@@ -45,9 +46,15 @@ public final class UndertowServer implements HttpHandler {
         ServerEnv env = ServerEnv.read("java-undertow");
         SSLContext tls = ServerTls.context(env);   // null: plaintext
         Database database = Database.fromEnv("java-undertow");   // opens the pool before listening
+        String http2 = http2Mode(env);   // "", "h2c" or "h2"
         Undertow.Builder builder = Undertow.builder();
         if (tls == null) builder.addHttpListener(env.port(), env.host());
-        else builder.addHttpsListener(env.port(), env.host(), tls);   // HTTP/2 stays off (Undertow's default): no ALPN
+        else builder.addHttpsListener(env.port(), env.host(), tls);   // without $HTTP2, HTTP/2 stays off (Undertow's default): no ALPN
+        // $HTTP2 (SPEC.md, HTTP/2): Undertow's own HTTP/2, switched on as its documentation says, with
+        // UndertowOptions.ENABLE_HTTP2. On the HTTPS listener it offers h2 and http/1.1 by ALPN; on the HTTP
+        // listener it serves HTTP/2 with prior knowledge (and the h2c Upgrade) beside HTTP/1.1. Its HTTP/2
+        // SETTINGS stay Undertow's defaults.
+        if (!http2.isEmpty()) builder.setServerOption(UndertowOptions.ENABLE_HTTP2, true);
         Undertow server = builder
                 .setIoThreads(env.workers())           // one event loop per core
                 // Undertow's default ratio; runs the dispatched /file reads and database queries
@@ -61,7 +68,17 @@ public final class UndertowServer implements HttpHandler {
         } catch (RuntimeException e) {
             env.cannotListen(e.getCause() != null ? e.getCause() : e);   // exits: XNIO's threads are already running
         }
-        env.listening(env.workers() + " IO threads");
+        env.listening(env.workers() + " IO threads" + (http2.isEmpty() ? "" : ", HTTP/2 (" + http2 + ")"));
+    }
+
+    /** $HTTP2: "" (unset: HTTP/1.1 only), "h2c", or "h2" (which needs the $TLS_* variables); anything else exits. */
+    private static String http2Mode(ServerEnv env) {
+        String mode = System.getenv("HTTP2");
+        if (mode == null || mode.isEmpty()) return "";
+        if (mode.equals("h2c") && !ServerTls.requested() || mode.equals("h2") && ServerTls.requested()) return mode;
+        System.err.println(env.name() + ": $HTTP2=" + mode + " is not served: h2c (without $TLS_*) or h2 (with $TLS_*)");
+        System.exit(1);
+        return null;
     }
 
     @Override
