@@ -59,6 +59,7 @@ fun main() {
     val helloFile = File(env("HELLO_FILE", "../../assets/hello.html"))
     val workers = env("WORKERS", Runtime.getRuntime().availableProcessors().toString()).toInt()
     val tls = tlsKeyStore()   // null: plaintext
+    val http2 = http2Mode(tls != null)   // false: HTTP/1.1 only
     val database = databaseFromEnv()   // null without $DATABASE_URL; the pool is open before listening
     val compressDoc = compressDocFromEnv()   // null without $COMPRESS_FILE (/compress then answers 503)
     val server = embeddedServer(Netty, applicationEnvironment(), configure = {
@@ -68,8 +69,10 @@ fun main() {
             // Ktor's HTTPS connector; its Netty engine serves it with an SslHandler on the JDK's TLS
             sslConnector(tls, tls.aliases().toList().first { tls.isKeyEntry(it) },
                 { tlsPassword().toCharArray() }, { tlsPassword().toCharArray() }) { this.host = host; this.port = port }
-            // HTTP/1.1 only (SPEC.md): with HTTP/2 on (Ktor's default) the engine offers h2 by ALPN
-            enableHttp2 = false
+            // Without $HTTP2, HTTP/1.1 only (SPEC.md): with HTTP/2 on (Ktor's default) the engine offers h2 by ALPN.
+            // With $HTTP2=h2, Ktor's default: ALPN offers h2 and http/1.1, and an h2 connection is served by the
+            // engine's own HTTP/2 (Netty's Http2MultiplexCodec with Netty's default SETTINGS).
+            enableHttp2 = http2
         }
         // Ktor's defaults for N CPUs (NettyApplicationEngine.Configuration), N = $WORKERS
         connectionGroupSize = workers / 2 + 1
@@ -77,7 +80,7 @@ fun main() {
         callGroupSize = workers
     }) { module(helloFile, database, compressDoc) }
     server.monitor.subscribe(ServerReady) {
-        println("kotlin-ktor listening on ${if (tls == null) "http" else "https"}://$host:$port (Netty engine, $workers workers)")
+        println("kotlin-ktor listening on ${if (tls == null) "http" else "https"}://$host:$port (Netty engine, $workers workers${if (http2) ", HTTP/2 (h2)" else ""})")
     }
     try {
         server.start(wait = true)
@@ -85,6 +88,23 @@ fun main() {
         System.err.println("kotlin-ktor: cannot listen on $host:$port: ${e.message}")
         exitProcess(1)
     }
+}
+
+/**
+ * $HTTP2 (SPEC.md, HTTP/2): true for "h2" with the $TLS_* variables, false when unset. "h2c" exits with one line:
+ * Ktor 3.1.3's Netty engine serves HTTP/2 only on an sslConnector, negotiated by ALPN; its plaintext connectors
+ * are HTTP/1.1 only (Ktor's HTTP/2 guide: "An SSL certificate" is a key requirement). h2c (enableH2c) came with
+ * Ktor 3.3.0 (KTOR-8862).
+ */
+fun http2Mode(tls: Boolean): Boolean {
+    val mode = env("HTTP2", "")
+    if (mode.isEmpty()) return false
+    if (mode == "h2" && tls) return true
+    System.err.println(
+        if (mode == "h2c") "kotlin-ktor: \$HTTP2=h2c is not served: Ktor 3.1.3's Netty engine serves HTTP/2 only over TLS (ALPN); set \$HTTP2=h2 with \$TLS_*"
+        else "kotlin-ktor: \$HTTP2=$mode is not served: h2 (with \$TLS_CERT, \$TLS_KEY and \$TLS_PKCS12) only"
+    )
+    exitProcess(1)
 }
 
 /** $COMPRESS_FILE, read once at start; null without it; an unreadable file exits with one line. */
