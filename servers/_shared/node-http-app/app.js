@@ -2,6 +2,7 @@
 // The serverbench request handler on Node's http module, shared by node-http and
 // node-cluster (their server.toml `shares`); the database paths are in db.js.
 const http = require('node:http');
+const http2 = require('node:http2');
 const https = require('node:https');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -17,7 +18,10 @@ let compressDoc = null; // $COMPRESS_FILE, read once at the first /compress
 
 function send(res, status, type, body, close = false) {
   const headers = { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) };
-  if (close) headers.Connection = 'close'; // Node closes the socket after this response
+  // Node closes the socket after this response. HTTP/1.x only: HTTP/2 has no Connection header
+  // (RFC 9113 §8.2.2; node:http2's compatibility API throws ERR_HTTP2_INVALID_CONNECTION_HEADERS),
+  // and its response ends only its own stream.
+  if (close && res.req.httpVersionMajor === 1) headers.Connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
 }
@@ -64,8 +68,9 @@ function handle(req, res, dbRoute) {
   // and destroys the socket; the request stream then errors, which we ignore here.
   req.on('error', () => {});
   // llhttp takes a request line without a version ("GET /") as HTTP/0.9 and would
-  // answer it; SPEC.md calls that malformed.
-  if (req.httpVersionMajor !== 1) return send(res, 400, 'text/plain', 'Bad Request', true);
+  // answer it; SPEC.md calls that malformed. (HTTP/2 streams, from node:http2's
+  // compatibility API, say 2.)
+  if (req.httpVersionMajor === 0) return send(res, 400, 'text/plain', 'Bad Request', true);
   let target = req.url;
   if (target[0] !== '/') { // absolute-form (RFC 9112 §3.2.2): keep path and query
     try {
@@ -175,16 +180,38 @@ function tlsOptions(label) {
   return { cert: read('TLS_CERT', certFile), key: read('TLS_KEY', keyFile) };
 }
 
-// Creates the server and listens on $HOST:$PORT (over TLS when tlsOptions says so);
-// a bind failure exits non-zero.
+// SPEC.md's HTTP/2 switch: $HTTP2=h2c (cleartext, prior knowledge) or h2 (over TLS, ALPN h2,
+// with $TLS_CERT/$TLS_KEY); unset: HTTP/1.1 as before. Anything else, or a mode without its
+// transport, exits: serving another protocol would quietly measure the wrong thing.
+function http2Mode(label, tls) {
+  const mode = process.env.HTTP2 || '';
+  if (mode === '' || (mode === 'h2c' && !tls) || (mode === 'h2' && tls)) return mode;
+  console.error(`${label}: ` + (mode === 'h2c'
+    ? 'HTTP2=h2c is HTTP/2 over cleartext TCP: unset TLS_CERT/TLS_KEY, or use HTTP2=h2'
+    : mode === 'h2'
+      ? 'HTTP2=h2 is HTTP/2 over TLS: set TLS_CERT and TLS_KEY (PEM certificate, PEM PKCS#8 key), or use HTTP2=h2c'
+      : `HTTP2=${JSON.stringify(mode)}: want h2c, h2 or unset`));
+  process.exit(2);
+}
+
+// Creates the server and listens on $HOST:$PORT (over TLS when tlsOptions says so, HTTP/2 when
+// $HTTP2 says so); a bind failure exits non-zero.
 // `deps` ({ pg, escapeHtml }, from the row's node_modules) serves the database paths.
 function start(label, deps) {
   const host = process.env.HOST || '127.0.0.1';
   const port = Number(process.env.PORT || 8080);
   const dbRoute = dbRoutes(label, deps, send);
   const tls = tlsOptions(label);
+  const h2 = http2Mode(label, tls);
   const handler = (req, res) => handle(req, res, dbRoute);
-  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
+  // HTTP/2 through node:http2's compatibility API (its req/res serve the same handler), nghttp2
+  // underneath, Node's default settings. h2c: http2.createServer, which speaks HTTP/2 only (prior
+  // knowledge). h2: http2.createSecureServer, ALPN h2 and, with allowHTTP1 as Node's docs show it,
+  // http/1.1 to clients that do not offer h2.
+  let server;
+  if (h2 === 'h2c') server = http2.createServer(handler);
+  else if (h2 === 'h2') server = http2.createSecureServer({ ...tls, allowHTTP1: true }, handler);
+  else server = tls ? https.createServer(tls, handler) : http.createServer(handler);
   // Keep idle keep-alive connections for 2 min (Node's default is 5 s); headers must
   // arrive within 60 s of a request starting, a whole request within 5 min.
   server.keepAliveTimeout = 120_000;
@@ -205,7 +232,7 @@ function start(label, deps) {
     console.error(`${label}: ${err.message}`);
     process.exit(1);
   });
-  server.listen(port, host, () => console.log(`${label} listening on ${host}:${port}`));
+  server.listen(port, host, () => console.log(`${label} listening on ${host}:${port}${h2 ? ` (${h2})` : ''}`));
   return server;
 }
 
