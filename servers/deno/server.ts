@@ -133,9 +133,25 @@ function tlsOptions(): { cert: string; key: string } | Record<string, never> {
   return { cert: read("TLS_CERT", certFile), key: read("TLS_KEY", keyFile) };
 }
 
+// SPEC.md's HTTP/2 switch, served by Deno.serve as it is, with nothing to turn on: over TLS it always offers
+// ALPN h2 and http/1.1, and on plaintext it serves a connection that opens with the HTTP/2 preface as h2c
+// (prior knowledge) beside HTTP/1.1. $HTTP2 is only checked: h2c without the TLS variables, h2 with them,
+// or unset; anything else exits, since serving another protocol would quietly measure the wrong thing.
+function checkHttp2(tls: boolean) {
+  const mode = Deno.env.get("HTTP2") ?? "";
+  if (mode === "" || (mode === "h2c" && !tls) || (mode === "h2" && tls)) return;
+  console.error("deno: " + (mode === "h2c"
+    ? "HTTP2=h2c is HTTP/2 over cleartext TCP: unset TLS_CERT/TLS_KEY, or use HTTP2=h2"
+    : mode === "h2"
+    ? "HTTP2=h2 is HTTP/2 over TLS: set TLS_CERT and TLS_KEY (PEM certificate, PEM PKCS#8 key), or use HTTP2=h2c"
+    : `HTTP2=${JSON.stringify(mode)}: want h2c, h2 or unset`));
+  Deno.exit(2);
+}
+
 const hostname = Deno.env.get("HOST") || "127.0.0.1";
 const port = Number(Deno.env.get("PORT") || 8080);
 const tls = tlsOptions();
+checkHttp2("cert" in tls);
 try {
   Deno.serve({
     hostname,
