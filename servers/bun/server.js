@@ -106,14 +106,33 @@ function tlsOption() {
   return { cert: Bun.file(cert), key: Bun.file(key) };
 }
 
+// SPEC.md's HTTP/2 switch: Bun.serve's own HTTP/2 server, its documented `http2: true` option, with the same
+// fetch handler: on plaintext (HTTP2=h2c) a connection that opens with the HTTP/2 preface is HTTP/2 (prior
+// knowledge), anything else stays HTTP/1.1; with tls (HTTP2=h2) ALPN offers h2 and http/1.1. Unset: HTTP/1.1
+// only, as before. Anything else, or a mode without its transport, exits: serving another protocol would
+// quietly measure the wrong thing.
+function http2Option(tls) {
+  const mode = process.env.HTTP2 || "";
+  if (mode === "") return undefined;
+  if ((mode === "h2c" && !tls) || (mode === "h2" && tls)) return true;
+  console.error("bun: " + (mode === "h2c"
+    ? "HTTP2=h2c is HTTP/2 over cleartext TCP: unset TLS_CERT/TLS_KEY, or use HTTP2=h2"
+    : mode === "h2"
+    ? "HTTP2=h2 is HTTP/2 over TLS: set TLS_CERT and TLS_KEY (PEM certificate, PEM PKCS#8 key), or use HTTP2=h2c"
+    : `HTTP2=${JSON.stringify(mode)}: want h2c, h2 or unset`));
+  process.exit(2);
+}
+
 const hostname = process.env.HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 8080);
 const tls = tlsOption();
+const http2 = http2Option(tls);
 try {
   const server = Bun.serve({
     hostname,
     port,
     tls,
+    http2,
     maxRequestBodySize: MAX_BODY,
     fetch: handle,
     error(err) {
@@ -121,7 +140,8 @@ try {
       return send(500, "text/plain", "Internal Server Error");
     },
   });
-  console.log(`bun listening on ${server.hostname}:${server.port} (Bun ${Bun.version}, one event loop)`);
+  const h2 = http2 ? `, ${process.env.HTTP2}` : "";
+  console.log(`bun listening on ${server.hostname}:${server.port} (Bun ${Bun.version}, one event loop${h2})`);
 } catch (err) {
   const files = tls ? ` (TLS_CERT ${process.env.TLS_CERT}, TLS_KEY ${process.env.TLS_KEY})` : "";
   console.error(`bun: cannot listen on ${hostname}:${port}${files}: ${err}`);
