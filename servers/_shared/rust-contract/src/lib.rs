@@ -12,6 +12,8 @@
 //! switch and builds the rustls server configuration all of them serve it with.
 //! `compress` has SPEC's `/compress` (its document, its `kb` rule and, with the
 //! `flate2` feature, the gzip itself); where a row runs the compression is the row's.
+//! `http2` reads SPEC's HTTP/2 switch (`$HTTP2`); each row serves HTTP/2 with
+//! its own stack's server.
 //!
 //! std only by default, because rust-threadpool is a std-only row. How a row
 //! waits, reads and writes (its concurrency model) stays in the row: this
@@ -28,6 +30,7 @@ pub mod compress;
 pub mod date;
 pub mod db;
 pub mod http;
+pub mod http2;
 #[cfg(any(feature = "httparse", test))]
 pub mod request;
 #[cfg(any(feature = "serde", test))]
