@@ -5,6 +5,9 @@
 //! The database paths are in `db` (tokio-postgres through a deadpool-postgres
 //! pool that every worker shares as `web::Data`). `/compress` is gzipped with
 //! flate2 on actix's blocking thread pool (web::block).
+//! With `$HTTP2` (SPEC's HTTP/2) actix-web serves the same App over HTTP/2:
+//! `h2c` through `bind_auto_h2c` (HTTP/2 with prior knowledge beside HTTP/1.1),
+//! `h2` through the same `bind_rustls_0_23`, whose ALPN offers h2 and http/1.1.
 
 mod db;
 
@@ -16,6 +19,7 @@ use actix_web::http::{header, KeepAlive};
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use rust_contract::compress::{self, gzip, Compress};
 use rust_contract::db::Database;
+use rust_contract::http2::Http2;
 use rust_contract::{Delay, Env, Tenth, MAX_BODY};
 use serde::Serialize;
 
@@ -131,9 +135,16 @@ fn main() {
         // SPEC's TLS: with $TLS_CERT/$TLS_KEY, the same server is bound with rustls instead.
         let tls = rust_contract::tls::server_config("rust-actix");
         let scheme = if tls.is_some() { "TLS" } else { "plaintext" };
-        let bound = match tls {
-            None => server.bind((host.as_str(), port)),
-            Some(config) => server.bind_rustls_0_23((host.as_str(), port), config),
+        // SPEC's HTTP/2: HTTP2=h2c binds with bind_auto_h2c (a connection opening with the HTTP/2
+        // preface is served as HTTP/2, any other as HTTP/1.1). Over TLS nothing differs: with the
+        // http2 feature, bind_rustls_0_23 always puts ALPN "h2" before "http/1.1" (actix-web's docs:
+        // "The "h2" protocol is also added when the `http2` feature is enabled"), so HTTP2=h2 and a
+        // TLS start without it are the same server.
+        let http2 = Http2::from_env("rust-actix", tls.is_some());
+        let bound = match (tls, http2) {
+            (None, Http2::H2c) => server.bind_auto_h2c((host.as_str(), port)),
+            (None, _) => server.bind((host.as_str(), port)),
+            (Some(config), _) => server.bind_rustls_0_23((host.as_str(), port), config),
         };
         let server = match bound {
             Ok(s) => s,
@@ -142,7 +153,8 @@ fn main() {
                 process::exit(1);
             }
         };
-        println!("rust-actix listening on {host}:{port} ({scheme}) with {workers} workers");
+        let protocol = if scheme == "TLS" { "ALPN h2, http/1.1" } else { http2.label() };
+        println!("rust-actix listening on {host}:{port} ({scheme}, {protocol}) with {workers} workers");
         server.run().await
     });
     if let Err(e) = result {
