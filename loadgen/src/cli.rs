@@ -119,16 +119,12 @@ pub struct Args {
     /// per request, and none at open load (bench/loadgen_vs_wrk.sh)
     #[arg(long, default_value = "epoll")]
     pub io: String,
-    /// https: the CA certificate(s), PEM, the server certificate is verified
-    /// against (the server name is the URL's host)
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<String>,
-    /// https: allow TLS session resumption (default: off, every new
-    /// connection is a full handshake)
-    #[arg(long)]
-    pub tls_resume: bool,
+    #[command(flatten)]
+    pub tls: crate::transport::tls::TlsArgs,
     #[command(flatten)]
     pub noise: crate::noise::NoiseArgs,
+    #[command(flatten)]
+    pub proto: crate::protocol::flags::ProtoArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +228,10 @@ pub struct Config {
     pub noise: Option<crate::noise::NoiseConfig>,
     /// `https://`: --tls-ca, --tls-resume and the client configuration.
     pub tls: Option<crate::transport::tls::TlsOptions>,
+    /// --http2 (with --h2-window); None: HTTP/1.1.
+    pub h2: Option<crate::protocol::http2::H2Options>,
+    /// --streams: requests one HTTP/2 connection carries at once.
+    pub streams: usize,
     pub output: OutputTo,
 }
 
@@ -426,9 +426,15 @@ fn duration_of(a: &Args, staged: Option<&Schedule>, warmup: Duration) -> Result<
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let request = request_of(&a)?;
-        let t = &request.target;
-        let tls = crate::transport::tls::options_of(t.tls, &t.host, a.tls_ca.as_deref(), a.tls_resume, a.noise.noise.is_some())?;
         let mode = mode_of(&a)?;
+        let body = match &request.body {
+            Some(Body::Bytes(b)) => b.len(),
+            Some(Body::Text(t)) => t.len(),
+            None => 0,
+        };
+        let h2 = crate::protocol::flags::resolve(&a.proto, mode == Mode::Closed, mode == Mode::Sessions, a.pipeline, !a.no_keepalive, body)?;
+        let t = &request.target;
+        let tls = crate::transport::tls::options_of(t.tls, &t.host, &a.tls, h2.is_some(), a.noise.noise.is_some())?;
         check_counts(&a, mode)?;
         check_mode_flags(&a, mode)?;
         let stages = a.stages.as_deref().map(Schedule::parse_stages).transpose()?;
@@ -462,7 +468,7 @@ impl Config {
             warmup: t.warmup,
             connect_timeout: t.connect_timeout,
             timeout: t.timeout,
-            closed: ClosedLoad { connections: a.connections, pipeline: a.pipeline },
+            closed: ClosedLoad { connections: a.connections, pipeline: a.pipeline.max(a.proto.streams) },
             open: OpenLoad { rate: a.rate, poisson: a.poisson, max_connections: a.max_connections, max_backlog: a.max_backlog, send_quantum: t.send_quantum },
             sessions: SessionLoad {
                 users: a.users,
@@ -482,6 +488,8 @@ impl Config {
             io,
             noise,
             tls,
+            h2,
+            streams: a.proto.streams,
             output: OutputTo { json: a.json, quiet: a.quiet },
         };
         cfg.max_sockets = (0..cfg.threads).map(|t| cfg.share_of(total_sockets, t)).sum();

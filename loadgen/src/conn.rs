@@ -1,11 +1,12 @@
 //! One connection of a worker: its buffers, its transport link and its
 //! protocol exchange, stacked (socket → `transport::Link` → read buffer →
-//! `protocol::http1::Http1` → responses). Owns: the read and write buffers
+//! `protocol::Session` (HTTP/1.1 or HTTP/2) → responses). Owns: the read and write buffers
 //! (allocated once per slot, reused by every request) and the moves between
 //! a backend's socket and them. May use: `transport`, `protocol`; nothing of
 //! the models, the recorder or the backends (which call it through `net`).
 
-use crate::protocol::http1::Http1;
+use crate::protocol::http2::H2Options;
+use crate::protocol::Session;
 use crate::protocol::response::MAX_HEAD;
 use crate::transport::{Got, Link};
 use std::io;
@@ -36,13 +37,14 @@ pub(crate) struct Conn {
     pub(crate) rbuf: Vec<u8>,
     /// Plaintext bytes in `rbuf` not yet parsed.
     pub(crate) rlen: usize,
-    pub(crate) http: Http1<Pending>,
+    pub(crate) http: Session<Pending>,
     /// The transport from the TCP connect on (`Link::Tcp` before it).
     pub(crate) link: Link,
 }
 
 impl Conn {
-    pub(crate) fn new(now: Instant) -> Conn {
+    /// `h2`: the slot's connections speak HTTP/2 (else HTTP/1.1).
+    pub(crate) fn new(now: Instant, h2: Option<H2Options>) -> Conn {
         Conn {
             open: false,
             connected: false,
@@ -52,7 +54,7 @@ impl Conn {
             dirty: false,
             rbuf: Vec::new(),
             rlen: 0,
-            http: Http1::default(),
+            http: Session::new(h2),
             link: Link::Tcp,
         }
     }
@@ -63,7 +65,7 @@ impl Conn {
         self.connected = false;
         self.opened_at = now;
         self.rlen = 0;
-        self.http.reset_parser();
+        self.http.start(&mut self.wbuf);
         self.link = Link::Tcp;
         if self.rbuf.is_empty() {
             self.rbuf.resize(RBUF_START, 0);
@@ -78,7 +80,7 @@ impl Conn {
         self.wbuf.clear();
         self.wpos = 0;
         self.rlen = 0;
-        self.http.reset_parser();
+        self.http.reset();
         self.link = Link::Tcp;
     }
 

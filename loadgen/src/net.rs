@@ -1,5 +1,5 @@
 //! The connection machinery of one worker thread: it stacks the protocol
-//! (`protocol::http1`) over the transport (`transport::Link`) on every
+//! (`protocol::Session`: HTTP/1.1 or HTTP/2) over the transport (`transport::Link`) on every
 //! connection (`conn`), implements the models' `Io`, records what happens in
 //! the `Recorder`, and turns what a backend (`Sockets`: `epoll` or `uring`)
 //! reports into model events: connects, responses, failures, timeouts. Hot
@@ -11,6 +11,7 @@
 use crate::conn::{Conn, Pending};
 use crate::fairness::SlotCounts;
 use crate::models::{Io, Model};
+use crate::protocol::http2::{H2Options, NO_RESPONSE};
 use crate::protocol::request::RequestBytes;
 use crate::protocol::response::{ParseError, Response};
 use crate::record::{ErrorClass, Recorder, STALLED_AFTER};
@@ -55,6 +56,9 @@ pub struct Plan {
     pub end: Option<Instant>,
     /// `https://`: every connection speaks TLS with these options.
     pub tls: Option<TlsOptions>,
+    /// `--http2`: every connection speaks HTTP/2 (h2 over TLS, else h2c with
+    /// prior knowledge).
+    pub h2: Option<H2Options>,
 }
 
 /// One I/O backend's sockets: it opens and closes them, writes what
@@ -80,7 +84,7 @@ pub struct Net<'a, S: Sockets> {
     pub fair: Option<SlotCounts>,
     rng: Pcg64Mcg,
     scratch: Vec<u8>,
-    done: Vec<Response>,
+    done: Vec<(Response, Pending)>,
     dirty: Vec<usize>,
     /// Requests the -n budget still allows this thread (None: no budget).
     pub budget: Option<u64>,
@@ -118,7 +122,7 @@ impl<'a, S: Sockets> Io for Net<'a, S> {
     }
 
     fn add_slot(&mut self) -> usize {
-        self.conns.push(Conn::new(self.plan.start));
+        self.conns.push(Conn::new(self.plan.start, self.plan.h2));
         self.conns.len() - 1
     }
 
@@ -346,14 +350,21 @@ impl<'a, S: Sockets> Net<'a, S> {
     fn decrypted<M: Model>(&mut self, m: &mut M, i: usize, now: Instant, eof: bool) -> bool {
         let c = &mut self.conns[i];
         let handshaking = c.link.handshaking();
-        if c.link.process(self.rec.transport.as_mut(), now, now >= self.plan.measure_start) == Decrypted::Failed {
+        match c.link.process(self.rec.transport.as_mut(), now, now >= self.plan.measure_start) {
             // an alert from the server, a certificate it failed, a bad record
-            if handshaking {
+            Decrypted::Failed if handshaking => {
                 self.fail_handshake(m, i, HandshakeError::Alert, now);
-            } else {
-                self.fail(m, i, ErrorClass::Read, now);
+                return false;
             }
-            return false;
+            Decrypted::Failed => {
+                self.fail(m, i, ErrorClass::Read, now);
+                return false;
+            }
+            Decrypted::NoAlpn => {
+                self.fail_handshake(m, i, HandshakeError::Alpn, now);
+                return false;
+            }
+            Decrypted::Ok { .. } => {}
         }
         loop {
             if !self.make_room(m, i, now) {
@@ -391,9 +402,9 @@ impl<'a, S: Sockets> Net<'a, S> {
             return self.fail_handshake(m, i, HandshakeError::Reset, now);
         }
         match self.conns[i].http.eof() {
-            Ok(Some(r)) => {
+            Ok(Some(done)) => {
                 self.done.clear();
-                self.done.push(r);
+                self.done.push(done);
                 if self.deliver(m, i, now) && self.conns[i].open {
                     self.eof_idle(m, i, now)
                 }
@@ -417,8 +428,11 @@ impl<'a, S: Sockets> Net<'a, S> {
     #[inline]
     fn parse<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
         let c = &mut self.conns[i];
-        let parsed = c.http.parse(&c.rbuf[..c.rlen], self.plan.req.is_head, &mut self.done);
+        let parsed = c.http.parse(&c.rbuf[..c.rlen], &self.plan.req, &mut self.rng, &mut c.wbuf, &mut self.done);
         c.consume(parsed.used);
+        if parsed.wrote {
+            self.mark_dirty(i); // HTTP/2: ACKs, WINDOW_UPDATE, requests that waited for a stream
+        }
         if !self.deliver(m, i, now) {
             return false;
         }
@@ -433,14 +447,14 @@ impl<'a, S: Sockets> Net<'a, S> {
     /// Returns false if the connection is not to be read further.
     fn deliver<M: Model>(&mut self, m: &mut M, i: usize, now: Instant) -> bool {
         for k in 0..self.done.len() {
-            let r = self.done[k];
-            let Some(p) = self.conns[i].http.pop_oldest() else {
-                // a response nobody asked for
-                self.fail(m, i, ErrorClass::Malformed, now);
-                return false;
-            };
+            let (r, p) = self.done[k];
             self.inflight_total -= 1;
-            if p.measured {
+            if r.status == NO_RESPONSE {
+                // HTTP/2: the server reset the stream (or refused it with GOAWAY); the connection lives on
+                if p.measured {
+                    self.rec.error(now, ErrorClass::Read); // counted with the resets of HTTP/1.1
+                }
+            } else if p.measured {
                 self.rec.response(now, r.status, now - p.intended, now - p.sent);
             } else {
                 self.rec.warmup_response(now, r.status);
@@ -486,15 +500,19 @@ impl<'a, S: Sockets> Net<'a, S> {
     /// those already waiting a long time mean a stalled connection.
     pub fn end_of_run(&mut self, end: Instant) {
         for c in &self.conns {
-            for p in c.http.waiting().filter(|p| p.measured) {
-                let age = end.saturating_duration_since(p.intended);
-                self.rec.in_flight += 1;
-                self.rec.unserved(age, 1);
-                if age >= STALLED_AFTER {
-                    self.rec.unanswered += 1;
-                    self.rec.unanswered_oldest_us = self.rec.unanswered_oldest_us.max(age.as_micros() as u64);
+            let rec = &mut self.rec;
+            c.http.for_each_waiting(|p| {
+                if !p.measured {
+                    return;
                 }
-            }
+                let age = end.saturating_duration_since(p.intended);
+                rec.in_flight += 1;
+                rec.unserved(age, 1);
+                if age >= STALLED_AFTER {
+                    rec.unanswered += 1;
+                    rec.unanswered_oldest_us = rec.unanswered_oldest_us.max(age.as_micros() as u64);
+                }
+            });
         }
     }
 }

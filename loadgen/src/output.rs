@@ -44,7 +44,14 @@ pub fn config_json(cfg: &Config) -> Value {
         "stages": cfg.stages.as_ref().map(|s| s.iter().map(|(d, v)| json!({"duration_s": d, "value": v})).collect::<Vec<_>>()),
         "duration_s": secs(cfg.duration),
         "requests": cfg.requests,
-        "pipeline": cfg.closed.pipeline,
+        "pipeline": if cfg.h2.is_some() { 1 } else { cfg.closed.pipeline },
+        "protocol": match (cfg.h2.is_some(), cfg.tls.is_some()) {
+            (false, _) => "http/1.1",
+            (true, true) => "h2",
+            (true, false) => "h2c",
+        },
+        "streams": cfg.h2.map(|_| cfg.streams),
+        "h2_window": cfg.h2.map(|o| o.window.unwrap_or(crate::protocol::http2::DEFAULT_WINDOW)),
         "keepalive": cfg.request.keepalive,
         "connect_timeout_s": cfg.connect_timeout.as_secs_f64(),
         "timeout_s": cfg.timeout.as_secs_f64(),
@@ -54,6 +61,7 @@ pub fn config_json(cfg: &Config) -> Value {
         "start_at": cfg.start_at.map(|t| humantime::format_rfc3339_micros(t).to_string()),
         "tls_ca": cfg.tls.as_ref().map(|t| t.ca.clone()),
         "tls_resume": cfg.tls.as_ref().is_some_and(|t| t.resume),
+        "tls_ciphers": cfg.tls.as_ref().map(|t| t.ciphers.clone()),
     })
 }
 

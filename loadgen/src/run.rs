@@ -50,6 +50,7 @@ pub fn build_plan(cfg: &Config, start: Instant) -> Result<Plan, RunError> {
         measure_start,
         end: cfg.duration.map(|d| measure_start + d),
         tls: cfg.tls.clone(),
+        h2: cfg.h2,
     })
 }
 
@@ -87,6 +88,7 @@ fn spawn_worker(cfg: &Config, plan: &Arc<Plan>, shared: &Arc<Shared>, tid: usize
                 quantum: cfg.open.send_quantum,
                 pool_max: cfg.share_of(cfg.open.max_connections as u64, tid) as usize,
                 max_backlog: cfg.share_of(cfg.open.max_backlog as u64, tid) as usize,
+                streams: cfg.streams,
             });
             spawn(plan, shared, tid, budget, model)
         }

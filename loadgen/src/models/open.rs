@@ -30,8 +30,11 @@ pub struct Open {
     /// Connections open or opening, and the most allowed.
     pool: usize,
     pool_max: usize,
-    /// Connections free for a request (entries are stale when `is_idle` is false).
+    /// Connections with room for a request (entries are stale when `is_idle`
+    /// is false): none in flight, or under HTTP/2 a free stream of `streams`.
     idle: Vec<usize>,
+    /// Requests one connection carries at once (--streams; 1 over HTTP/1.1).
+    streams: usize,
     is_idle: Vec<bool>,
     /// Closed slots to reuse before adding new ones.
     free: Vec<usize>,
@@ -65,6 +68,8 @@ pub struct OpenPlan {
     pub pool_max: usize,
     /// This thread's share of --max-backlog.
     pub max_backlog: usize,
+    /// --streams: requests one connection carries at once (HTTP/2).
+    pub streams: usize,
 }
 
 const DROP_SLOT: Duration = Duration::from_millis(10);
@@ -83,6 +88,7 @@ impl Open {
             pool: 0,
             pool_max: p.pool_max.max(1),
             idle: Vec::new(),
+            streams: p.streams.max(1),
             is_idle: Vec::new(),
             free: Vec::new(),
             backlog: VecDeque::new(),
@@ -214,6 +220,11 @@ impl Model for Open {
             self.pop_front();
             io.send(i, intended, now, measured);
             self.last_send = Some(now);
+            // HTTP/2: a connection with a free stream takes the next request too
+            if io.in_flight(i) < self.streams {
+                self.is_idle[i] = true;
+                self.idle.push(i);
+            }
         }
         // requests still waiting for a connection were not sent on schedule
         let fresh = self.backlog.range(self.counted..).filter(|&&t| t >= self.measure_start).count();
@@ -238,7 +249,7 @@ impl Model for Open {
             self.slot_gone(i);
             return false;
         }
-        if io.in_flight(i) == 0 && !self.is_idle[i] {
+        if io.in_flight(i) < self.streams && !self.is_idle[i] {
             self.is_idle[i] = true;
             self.idle.push(i);
         }
@@ -298,6 +309,7 @@ mod tests {
             quantum: Duration::from_micros(50),
             pool_max,
             max_backlog: 1000,
+            streams: 1,
         }
     }
 

@@ -41,16 +41,20 @@ impl<T> Http1<T> {
     }
 
     /// Parse the responses complete in `buf` into `done` (cleared first),
-    /// stopping after one that closes the connection. `is_head`: the requests
-    /// are HEAD (their responses have no body).
-    pub fn parse(&mut self, buf: &[u8], is_head: bool, done: &mut Vec<Response>) -> Parsed {
+    /// each with the tag of the oldest request waiting, stopping after one
+    /// that closes the connection. `is_head`: the requests are HEAD (their
+    /// responses have no body). A response nobody asked for is `bad`.
+    pub fn parse(&mut self, buf: &[u8], is_head: bool, done: &mut Vec<(Response, T)>) -> Parsed {
         done.clear();
         let mut used = 0;
         while used < buf.len() {
             match self.parser.advance(&buf[used..], is_head) {
                 Ok((n, Some(r))) => {
+                    let Some(tag) = self.inflight.pop_front() else {
+                        return Parsed { used, bad: true };
+                    };
                     used += n;
-                    done.push(r);
+                    done.push((r, tag));
                     if !r.keep_alive {
                         break;
                     }
@@ -118,12 +122,17 @@ mod tests {
         let mut done = vec![];
         let p = h.parse(two, false, &mut done);
         assert_eq!(p, Parsed { used: two.len(), bad: false });
-        assert_eq!(done.iter().map(|r| r.status).collect::<Vec<_>>(), [200, 404]);
-        assert_eq!((h.pop_oldest(), h.pop_oldest(), h.in_flight()), (Some(1), Some(2), 1));
+        assert_eq!(done.iter().map(|(r, tag)| (r.status, *tag)).collect::<Vec<_>>(), [(200, 1), (404, 2)]);
+        assert_eq!(h.in_flight(), 1);
         let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n";
         let p = h.parse(close, false, &mut done);
-        assert_eq!((p.used, done.len(), done[0].keep_alive), (close.len() - 17, 1, false));
+        assert_eq!((p.used, done.len(), done[0].0.keep_alive), (close.len() - 17, 1, false));
+        h.inflight.push_back(4);
+        h.reset_parser();
         let p = h.parse(b"garbage\r\n\r\n", false, &mut done);
         assert!(p.bad && done.is_empty());
+        h.reset_parser();
+        let p = h.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, &mut done);
+        assert!(p.bad && done.len() == 1, "the second response answers nothing: bad");
     }
 }

@@ -107,7 +107,37 @@ pub struct RequestBytes {
     body_bytes: Option<Vec<u8>>,
     close: bool,
     pub is_head: bool,
+    /// `:scheme` when the request goes over HTTP/2.
+    scheme: &'static str,
 }
+
+/// One request's HTTP/2 fields, rendered per request into reused buffers:
+/// the pseudo-headers first, then the -H fields with lower-case names, less
+/// the connection-specific ones HTTP/2 forbids (RFC 9113 §8.2.2).
+#[derive(Debug, Default)]
+pub struct H2Fields {
+    text: Vec<u8>,
+    /// (name start, name end, value end) in `text`; each value follows its name.
+    spans: Vec<(usize, usize, usize)>,
+    pub body: Vec<u8>,
+}
+
+impl H2Fields {
+    pub fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.spans.iter().map(|&(a, b, c)| (&self.text[a..b], &self.text[b..c]))
+    }
+
+    fn push(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
+        let a = self.text.len();
+        self.text.extend(name.iter().map(u8::to_ascii_lowercase));
+        let b = self.text.len();
+        value(&mut self.text);
+        self.spans.push((a, b, self.text.len()));
+    }
+}
+
+/// Fields HTTP/2 forbids (RFC 9113 §8.2.2); `host` becomes `:authority`.
+const NOT_IN_H2: [&str; 6] = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"];
 
 impl RequestBytes {
     pub fn new(spec: &RequestSpec) -> Result<RequestBytes, String> {
@@ -151,6 +181,7 @@ impl RequestBytes {
             body_bytes,
             close,
             is_head: spec.method.eq_ignore_ascii_case("HEAD"),
+            scheme: if spec.target.tls { "https" } else { "http" },
         };
         let templated = !r.head_line.1.is_static()
             || r.headers.iter().any(|(_, v)| !v.is_static())
@@ -171,6 +202,41 @@ impl RequestBytes {
         match &self.fixed {
             Some(b) => out.extend_from_slice(b),
             None => self.render_parts(rng, out, scratch),
+        }
+    }
+
+    /// Serialized once (no placeholders): every request is the same.
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
+    }
+
+    /// Render the request's HTTP/2 fields and body into `f` (no allocation
+    /// once its buffers have grown).
+    pub fn render_h2<R: Rng + ?Sized>(&self, rng: &mut R, f: &mut H2Fields) {
+        f.text.clear();
+        f.spans.clear();
+        f.body.clear();
+        f.push(b":method", |o| o.extend_from_slice(self.head_line.0.as_bytes()));
+        f.push(b":scheme", |o| o.extend_from_slice(self.scheme.as_bytes()));
+        if let Some((_, host)) = self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            f.push(b":authority", |o| host.render(rng, o));
+        }
+        f.push(b":path", |o| self.head_line.1.render(rng, o));
+        for (k, v) in &self.headers {
+            if !NOT_IN_H2.iter().any(|n| k.eq_ignore_ascii_case(n)) {
+                f.push(k.as_bytes(), |o| v.render(rng, o));
+            }
+        }
+        if let Some(t) = &self.body_template {
+            t.render(rng, &mut f.body);
+        } else if let Some(b) = &self.body_bytes {
+            f.body.extend_from_slice(b);
+        }
+        if !f.body.is_empty() {
+            let n = f.body.len();
+            f.push(b"content-length", |o| {
+                let _ = write!(o, "{n}");
+            });
         }
     }
 

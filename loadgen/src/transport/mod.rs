@@ -60,6 +60,8 @@ pub enum Decrypted {
     /// The records were bad (an alert, a certificate this end failed):
     /// during the handshake a `HandshakeError::Alert`, after it a read error.
     Failed,
+    /// The handshake completed, but an HTTP/2 run's ALPN did not get `h2`.
+    NoAlpn,
 }
 
 /// The transport figures a run of these options keeps (None: plain TCP keeps none).
@@ -132,6 +134,9 @@ impl Link {
             Ok(done) => {
                 if let (true, Some(s)) = (done, stats.and_then(|s| s.as_any_mut().downcast_mut::<TlsStats>())) {
                     t.handshake_done(s, now, measured);
+                }
+                if done && t.alpn_refused() {
+                    return Decrypted::NoAlpn;
                 }
                 Decrypted::Ok { handshake_done: done }
             }

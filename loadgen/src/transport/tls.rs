@@ -24,30 +24,84 @@ use std::time::Instant;
 
 /// The crypto provider rustls runs on (recorded in the JSON).
 pub const PROVIDER: &str = "ring";
-/// The one application protocol offered.
+/// The application protocol offered for HTTP/1.1, and for HTTP/2.
 pub const ALPN: &[u8] = b"http/1.1";
+pub const ALPN_H2: &[u8] = b"h2";
+/// The cipher suite offered unless --tls-ciphers says otherwise: the one
+/// RFC 8446 §9.1 makes mandatory to implement, so every row encrypts its
+/// records the same way and "what TLS costs" compares like with like.
+pub const DEFAULT_CIPHERS: &str = "TLS_AES_128_GCM_SHA256";
 
-/// `--tls-ca` and `--tls-resume`, validated, and the client configuration
-/// every connection of the run shares.
+/// The TLS flags.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// https: the CA certificate(s), PEM, the server certificate is verified
+    /// against (the server name is the URL's host)
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<String>,
+    /// https: allow TLS session resumption (default: off, every new
+    /// connection is a full handshake)
+    #[arg(long)]
+    pub tls_resume: bool,
+    /// https: the cipher suites offered, by IANA name, comma-separated, or
+    /// "all" (rustls's defaults, TLS 1.3 and 1.2) [default:
+    /// TLS_AES_128_GCM_SHA256, the suite TLS 1.3 makes mandatory]
+    #[arg(long, value_name = "LIST")]
+    pub tls_ciphers: Option<String>,
+}
+
+/// `--tls-ca`, `--tls-resume` and `--tls-ciphers`, validated, and the client
+/// configuration every connection of the run shares.
 #[derive(Debug, Clone)]
 pub struct TlsOptions {
     pub ca: String,
     pub resume: bool,
+    /// The suites offered, as given (or the default).
+    pub ciphers: String,
+    /// HTTP/2: ALPN offers `h2` alone, and a handshake that does not pick it fails.
+    pub h2: bool,
     pub config: Arc<ClientConfig>,
     pub name: ServerName<'static>,
+}
+
+/// rustls's name for a suite ("TLS13_AES_128_GCM_SHA256") in IANA's form.
+fn iana(s: rustls::SupportedCipherSuite) -> String {
+    format!("{:?}", s.suite()).replacen("TLS13_", "TLS_", 1)
+}
+
+/// The crypto provider with the suites `list` names ("all": every default).
+fn provider_for(list: &str) -> Result<rustls::crypto::CryptoProvider, String> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if list == "all" {
+        return Ok(provider);
+    }
+    let all = std::mem::take(&mut provider.cipher_suites);
+    for name in list.split(',').map(str::trim) {
+        let Some(s) = all.iter().find(|s| iana(**s) == name) else {
+            let known: Vec<String> = all.iter().map(|s| iana(*s)).collect();
+            return Err(format!("--tls-ciphers: `{name}` is not a suite loadgen offers; give some of {} or all", known.join(", ")));
+        };
+        provider.cipher_suites.push(*s);
+    }
+    Ok(provider)
 }
 
 impl TlsOptions {
     /// `host` is the URL's host (an IP address is verified as one).
     pub fn new(ca: &str, resume: bool, host: &str) -> Result<TlsOptions, String> {
+        TlsOptions::with(ca, resume, host, DEFAULT_CIPHERS, false)
+    }
+
+    /// `ciphers`: the --tls-ciphers list; `h2`: offer ALPN `h2` alone.
+    pub fn with(ca: &str, resume: bool, host: &str, ciphers: &str, h2: bool) -> Result<TlsOptions, String> {
         let roots = load_ca(ca)?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(provider_for(ciphers)?);
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS configuration: {e}"))?
+            .map_err(|e| format!("TLS configuration (--tls-ciphers {ciphers}): {e}"))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN.to_vec()];
+        config.alpn_protocols = vec![if h2 { ALPN_H2 } else { ALPN }.to_vec()];
         // off: no session cache and no tickets, so every connection is a full handshake
         config.resumption = if resume { Resumption::default() } else { Resumption::disabled() };
         let name = match host.parse::<std::net::IpAddr>() {
@@ -55,26 +109,28 @@ impl TlsOptions {
             Err(_) => ServerName::try_from(host.to_string())
                 .map_err(|_| format!("host `{host}` is not a valid TLS server name"))?,
         };
-        Ok(TlsOptions { ca: ca.to_string(), resume, config: Arc::new(config), name })
+        Ok(TlsOptions { ca: ca.to_string(), resume, ciphers: ciphers.to_string(), h2, config: Arc::new(config), name })
     }
 }
 
 /// The TLS options of a run: an https:// URL (`https`, its `host`) needs
-/// --tls-ca, the TLS flags need an https:// URL, and --noise speaks plain HTTP.
-pub fn options_of(https: bool, host: &str, ca: Option<&str>, resume: bool, noise: bool) -> Result<Option<TlsOptions>, String> {
+/// --tls-ca, the TLS flags need an https:// URL, and --noise speaks plain
+/// HTTP. `h2`: the run speaks HTTP/2.
+pub fn options_of(https: bool, host: &str, a: &TlsArgs, h2: bool, noise: bool) -> Result<Option<TlsOptions>, String> {
     if !https {
-        if ca.is_some() || resume {
-            return Err("--tls-ca and --tls-resume need an https:// URL".into());
+        if a.tls_ca.is_some() || a.tls_resume || a.tls_ciphers.is_some() {
+            return Err("--tls-ca, --tls-resume and --tls-ciphers need an https:// URL".into());
         }
         return Ok(None);
     }
-    let Some(ca) = ca else {
+    let Some(ca) = a.tls_ca.as_deref() else {
         return Err("an https:// URL needs --tls-ca FILE: the CA (PEM) to verify the server certificate against".into());
     };
     if noise {
         return Err("--noise speaks plain HTTP; it cannot go with an https:// URL".into());
     }
-    TlsOptions::new(ca, resume, host).map(Some)
+    let ciphers = a.tls_ciphers.as_deref().unwrap_or(DEFAULT_CIPHERS);
+    TlsOptions::with(ca, a.tls_resume, host, ciphers, h2).map(Some)
 }
 
 /// The CA certificates of a PEM file; any problem is one line naming the flag and the file.
@@ -101,10 +157,16 @@ pub enum HandshakeError {
     Timeout = 1,
     /// The TCP connection was reset or closed during the handshake.
     Reset = 2,
+    /// HTTP/2 was asked for and the server's ALPN did not pick `h2`.
+    Alpn = 3,
 }
 
-const KINDS: [(HandshakeError, &str); 3] =
-    [(HandshakeError::Alert, "alert"), (HandshakeError::Timeout, "timeout"), (HandshakeError::Reset, "reset")];
+const KINDS: [(HandshakeError, &str); 4] = [
+    (HandshakeError::Alert, "alert"),
+    (HandshakeError::Timeout, "timeout"),
+    (HandshakeError::Reset, "reset"),
+    (HandshakeError::Alpn, "alpn"),
+];
 
 /// What the first completed handshake negotiated.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,13 +185,13 @@ pub struct TlsStats {
     pub resumed: u64,
     /// TCP connected → handshake complete, µs.
     pub latency: Hist,
-    pub errors: [u64; 3],
+    pub errors: [u64; 4],
     pub negotiated: Option<Negotiated>,
 }
 
 impl Default for TlsStats {
     fn default() -> TlsStats {
-        TlsStats { handshakes: 0, resumed: 0, latency: histo::new_hist(), errors: [0; 3], negotiated: None }
+        TlsStats { handshakes: 0, resumed: 0, latency: histo::new_hist(), errors: [0; 4], negotiated: None }
     }
 }
 
@@ -177,6 +239,7 @@ impl TlsStats {
         json!({
             "provider": PROVIDER,
             "resumption": opts.resume,
+            "ciphers_offered": opts.ciphers,
             "alpn": n.and_then(|n| n.alpn.clone()),
             "version": n.map(|n| n.version.clone()),
             "suite": n.map(|n| n.suite.clone()),
@@ -215,6 +278,8 @@ impl TlsStats {
 pub struct TlsLink {
     conn: ClientConnection,
     connected_at: Instant,
+    /// The run speaks HTTP/2: the handshake must end with ALPN `h2`.
+    h2: bool,
 }
 
 impl TlsLink {
@@ -222,7 +287,7 @@ impl TlsLink {
         let mut conn = ClientConnection::new(opts.config.clone(), opts.name.clone())?;
         // the model bounds what is queued (one request, or --pipeline of them)
         conn.set_buffer_limit(None);
-        Ok(TlsLink { conn, connected_at: now })
+        Ok(TlsLink { conn, connected_at: now, h2: opts.h2 })
     }
 
     #[inline]
@@ -301,6 +366,12 @@ impl TlsLink {
         Ok(handshaking && !self.conn.is_handshaking())
     }
 
+    /// An HTTP/2 run's handshake ended without ALPN `h2` (the server speaks
+    /// HTTP/1.1 only there).
+    pub fn alpn_refused(&self) -> bool {
+        self.h2 && self.conn.alpn_protocol() != Some(ALPN_H2)
+    }
+
     /// Plaintext into `dst`: Ok(0) the peer closed with close_notify,
     /// UnexpectedEof without one (HTTP framing says whether a response was
     /// cut), WouldBlock when there is no more now.
@@ -357,7 +428,7 @@ mod tests {
     #[test]
     fn stats_merge_add_up_and_keep_the_first_negotiation() {
         let mut a = TlsStats::default();
-        let mut b = TlsStats { handshakes: 3, resumed: 1, errors: [1, 2, 3], ..TlsStats::default() };
+        let mut b = TlsStats { handshakes: 3, resumed: 1, errors: [1, 2, 3, 4], ..TlsStats::default() };
         for v in [100, 200, 300] {
             histo::record(&mut b.latency, v);
         }
@@ -365,7 +436,7 @@ mod tests {
         a.handshakes = 2;
         histo::record(&mut a.latency, 50);
         a.merge(&b).unwrap();
-        assert_eq!((a.handshakes, a.resumed, a.errors, a.latency.len()), (5, 1, [1, 2, 3], 4));
+        assert_eq!((a.handshakes, a.resumed, a.errors, a.latency.len()), (5, 1, [1, 2, 3, 4], 4));
         assert_eq!(a.negotiated.as_ref().unwrap().version, "TLSv1_3");
     }
 
@@ -382,5 +453,16 @@ mod tests {
             assert!(e.starts_with(&format!("--tls-ca {path}: ")) && !e.contains('\n'), "{e}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cipher_lists_name_iana_suites_and_reject_unknown_ones() {
+        let p = provider_for(DEFAULT_CIPHERS).unwrap();
+        assert_eq!(p.cipher_suites.iter().map(|s| iana(*s)).collect::<Vec<_>>(), ["TLS_AES_128_GCM_SHA256"]);
+        let two = provider_for("TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256").unwrap();
+        assert_eq!(two.cipher_suites.len(), 2);
+        assert!(provider_for("all").unwrap().cipher_suites.len() > 3);
+        let e = provider_for("TLS_NULL").unwrap_err();
+        assert!(e.contains("`TLS_NULL`") && e.contains("TLS_AES_128_GCM_SHA256"), "{e}");
     }
 }
