@@ -15,6 +15,8 @@ from serverbench.catalog.manifests import Manifest
 # SPEC.md, "TLS": with these set a row serves TLS instead of plaintext, so only the harness sets them (a
 # TLS point's start, run/tls_run.py); one inherited from the harness's own environment must not leak
 TLS_VARS = ("TLS_CERT", "TLS_KEY", "TLS_PKCS12", "TLS_PKCS12_PASSWORD")
+# SPEC.md, "HTTP/2": `$HTTP2` (h2c, h2) likewise comes from an HTTP/2 start's `extra` only
+HTTP2_VAR = "HTTP2"
 
 
 def _affinity_count() -> int:
@@ -33,7 +35,7 @@ def server_env(m: Manifest, *, host: str = "127.0.0.1", port: int | None = None,
         env["PORT"] = str(port)
     else:
         env.pop("PORT", None)  # an inherited PORT must not leak into a server
-    for name in TLS_VARS:
+    for name in (*TLS_VARS, HTTP2_VAR):
         env.pop(name, None)
     env["WORKERS"] = str(workers or m.workers or _affinity_count())
     env["HELLO_FILE"] = str(paths.HELLO_FILE)

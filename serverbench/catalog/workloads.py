@@ -113,6 +113,11 @@ class Point(BaseModel):
     # serves TLS instead of plaintext; loadgen speaks https:// and verifies it against the run's CA
     # (--tls-ca, run/tls_run.py). None: plaintext, as every other point
     tls: Literal["rsa", "ecdsa"] | None = None
+    # the `h2`/`h2c` features (SPEC.md, "HTTP/2"): the server started with `$HTTP2` of this mode serves HTTP/2
+    # (h2: over TLS, so `tls` names the key type; h2c: cleartext with prior knowledge); loadgen speaks it
+    # (--http2) with `streams` concurrent streams on each connection (run/h2_run.py). None: HTTP/1.1
+    http2: Literal["h2", "h2c"] | None = None
+    streams: int | None = None
 
     @field_validator("duration", "ramp", "think", "timeout", "connect_timeout", "time_limit",
                      "calibration", "step_duration", "p99_limit", "noise_interval", "noise_lead", "outage_at",
@@ -198,8 +203,21 @@ class Point(BaseModel):
             raise ValueError("noise_connections must be >= 1")
         if self.tls is not None and self.noise is not None:
             raise ValueError("noise speaks plain HTTP: a point with noise has no tls")
+        self._check_http2()
         self._check_outage()
         return self
+
+    def _check_http2(self) -> None:
+        if self.http2 == "h2" and self.tls is None:
+            raise ValueError('http2 = "h2" is HTTP/2 over TLS: give tls = "rsa" or "ecdsa" (h2c is cleartext)')
+        if self.http2 == "h2c" and self.tls is not None:
+            raise ValueError('http2 = "h2c" is cleartext HTTP/2: a point with tls speaks http2 = "h2"')
+        if self.streams is not None and (self.http2 is None or self.streams < 1):
+            raise ValueError("streams (HTTP/2 streams per connection, >= 1) belong to a point with http2")
+        if self.http2 is not None and (self.pipeline or self.noise or self.heavy_path or not self.keepalive
+                                       or self.mode in ("sessions", "capacity")):
+            raise ValueError("an http2 point is closed or open keep-alive load without pipeline, noise or heavy "
+                             "requests (HTTP/2 multiplexes with streams)")
 
     def _check_outage(self) -> None:
         if self.outage is None:
@@ -285,7 +303,7 @@ DEFAULT_STEADY_MAX = {"quick": "20s", "full": "60s"}
 
 # What a workload uses of a server beyond plain HTTP/1.1 keep-alive: a row that failed the check
 # protecting a feature (rules/admission.py) is left out of the workloads that declare it.
-Feature = Literal["pipelining", "new-connection-per-request", "db", "tls", "compress"]
+Feature = Literal["pipelining", "new-connection-per-request", "db", "tls", "compress", "h2", "h2c"]
 # SPEC.md, "Database endpoints": a load on these paths needs a db row and the database.
 DB_PATHS = ("/db", "/queries", "/fortunes", "/updates")
 # SPEC.md, "CPU work": a load on it needs a row that declares `compression`.
@@ -304,6 +322,8 @@ def point_features(p: Point, default_path: str = "/") -> set[str]:
         out.add("new-connection-per-request")
     if p.tls is not None:
         out.add("tls")
+    if p.http2 is not None:
+        out.add(p.http2)
     if COMPRESS_PATH in ((p.path or default_path).split("?")[0], (p.heavy_path or "").split("?")[0]):
         out.add("compress")
     return out

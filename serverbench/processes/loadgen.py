@@ -194,6 +194,8 @@ def _connection_args(p: Point) -> list[str]:
         args.append("--no-keepalive")
     if p.pipeline is not None:
         args += ["--pipeline", str(p.pipeline)]
+    if p.http2 is not None:  # h2 over TLS or h2c by the URL's scheme (_tls_url)
+        args += ["--http2", "--streams", str(p.streams or 1)]
     if p.timeout is not None:
         args += ["--timeout", p.timeout]
     if p.connect_timeout is not None:

@@ -301,8 +301,16 @@ def tls_context(ca: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca))
 
 
-def _probe(host: str, port: int, tls: ssl.SSLContext | None = None) -> str | None:
-    """None when `GET /` answers 200 (over TLS with `tls`, the certificate verified), else what happened."""
+def _probe(host: str, port: int, tls: ssl.SSLContext | None = None, http2: bool = False) -> str | None:
+    """None when `GET /` answers 200 (over TLS with `tls`, the certificate verified; over HTTP/2 with
+    `http2`, which a row may serve alone on its port), else what happened."""
+    if http2:
+        from ..h2 import H2Error, get
+        try:
+            status = get(host, port, "/", tls=tls, timeout=1.0).status
+            return None if status == 200 else f"GET / over HTTP/2 answered {status}"
+        except (OSError, H2Error) as e:
+            return f"HTTP/2: {type(e).__name__}: {e}"
     conn = (http.client.HTTPSConnection(host, port, timeout=1.0, context=tls) if tls is not None
             else http.client.HTTPConnection(host, port, timeout=1.0))
     try:
@@ -323,10 +331,10 @@ def _indent(text: str) -> str:
 
 
 def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: float = POLL_S,
-                tls: ssl.SSLContext | None = None) -> None:
+                tls: ssl.SSLContext | None = None, http2: bool = False) -> None:
     assert srv._proc is not None
     deadline = started + timeout
-    over = " over TLS" if tls is not None else ""
+    over = (" over HTTP/2" if http2 else "") + (" over TLS" if tls is not None else "")
     while True:
         rc = srv._proc.poll()
         if rc is not None:
@@ -334,12 +342,12 @@ def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: floa
                 f"server '{srv.manifest.id}' exited with code {rc} before becoming ready on "
                 f"{srv.host}:{srv.port}; log {srv.log_path}, last log lines:\n"
                 f"{_indent(srv.log_tail())}", srv)
-        problem = _probe(srv.host, srv.port, tls)
+        problem = _probe(srv.host, srv.port, tls, http2)
         if problem is None:
             srv.ready_s = time.monotonic() - started
             return
         if time.monotonic() >= deadline:
-            last = f" (last probe: {problem})" if tls is not None else ""
+            last = f" (last probe: {problem})" if tls is not None or http2 else ""
             raise ServerStartError(
                 f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port}{over} "
                 f"within {timeout:g} s{last}; log {srv.log_path}, last log lines:\n"
@@ -372,7 +380,8 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
                workers: int | None = None, log_path: Path | None = None,
                ready_timeout: float = 30.0, ready_poll_s: float = POLL_S,
                memory_limit: int | None = None, host: str = "127.0.0.1",
-               extra_env: dict[str, str] | None = None, tls_ca: Path | None = None) -> Iterator[ServerProcess]:
+               extra_env: dict[str, str] | None = None, tls_ca: Path | None = None,
+               http2: bool = False) -> Iterator[ServerProcess]:
     """Start `m` listening on `host`, wait for `GET /` → 200 (probing every `ready_poll_s`), yield
     it, and stop its whole process tree. `host` is loopback unless the caller was asked for
     another address (a server on a Dask worker listens where that worker does).
@@ -381,7 +390,8 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
     otherwise `srv.memory.method` is memlimit.WATCHDOG and the caller watches RSS.
     `extra_env`: variables set on top of the row's own (a db row's `$DATABASE_URL`, `$DB_POOL`, a TLS
     start's `$TLS_*`). `tls_ca`: the start serves TLS (SPEC.md, "TLS"): readiness is `GET /` over TLS with
-    the certificate verified against this CA, and the server's URL is https://."""
+    the certificate verified against this CA, and the server's URL is https://. `http2`: the start serves
+    HTTP/2 (`$HTTP2` in `extra_env`, SPEC.md "HTTP/2"): readiness is `GET /` over HTTP/2."""
     port = port or free_port(host)
     if not port_is_free(host, port):
         raise ServerStartError(f"port {port} on {host} is already in use, so server '{m.id}' "
@@ -410,7 +420,7 @@ def run_server(m: Manifest, *, cpus: list[int] | None = None, port: int | None =
                         cpus=list(cpus) if cpus else None, memory=memory, _proc=proc)
     _register(srv)
     try:
-        _wait_ready(srv, ready_timeout, started, ready_poll_s, tls_context(tls_ca) if tls_ca else None)
+        _wait_ready(srv, ready_timeout, started, ready_poll_s, tls_context(tls_ca) if tls_ca else None, http2)
         yield srv
     finally:
         # if a second Ctrl-C interrupts this, the server stays registered for stop_all()

@@ -39,6 +39,10 @@ KINDS: dict[str, CheckKind] = {
     # TLS (tlscheck.py): a row that fails it serves the TLS workloads wrongly (`features = ["tls"]`) only;
     # its plaintext is judged by the checks above. A row without tls_library is skipped.
     "tls": CheckKind("feature", feature="tls"),
+    # HTTP/2 (h2check.py): a row that fails one serves that mode's workloads wrongly only (`features = ["h2c"]`,
+    # `["h2"]`); a row without http2_library is skipped
+    "h2c": CheckKind("feature", feature="h2c"),
+    "h2": CheckKind("feature", feature="h2"),
     # /compress (compresscheck.py): a wrong answer or a cached one corrupts the compress workloads only
     "compress": CheckKind("feature", feature="compress"),
     "bad-request": CheckKind("robustness"),

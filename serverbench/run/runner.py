@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import manifests as catalog
-from . import fixed_rate, heavy_run, measure, outage_run, split, tls_run
+from . import fixed_rate, h2_run, heavy_run, measure, outage_run, split, tls_run
 from ..rules import cores
 from ..processes import memlimit, supervisor
 from .. import paths
@@ -107,7 +107,7 @@ def planned_seconds(plan: list, opts: RunOptions, gate: measure.Gate) -> float:
     """A plan's seconds of load, an upper bound: every start's warm-up to steady state counted at its maximum."""
     total = 0.0
     for _, m, w, s, pts in plan:
-        if (tls_run.row_reason(m, w, opts) or gate.reason(m, w)) is None:
+        if (tls_run.row_reason(m, w, opts) or h2_run.row_reason(m, w, opts) or gate.reason(m, w)) is None:
             starts = len(cores.by_count(pts)) + len(
                 tls_run.starts([p for p in pts if p.server_cores is None]))
             steady = s.steady_max_seconds()
@@ -216,7 +216,8 @@ class Runner:
 
     def _run_one(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point]) -> None:
         """One (repetition, row, workload): its points on one start per key type, a cores point on its own."""
-        reason = tls_run.row_reason(m, w, self.opts) or self.gate.reason(m, w) or _kind_reason(w, self.db, self.opts)
+        reason = (tls_run.row_reason(m, w, self.opts) or h2_run.row_reason(m, w, self.opts)
+                  or self.gate.reason(m, w) or _kind_reason(w, self.db, self.opts))
         if reason is not None:
             for p in todo:
                 self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
@@ -261,7 +262,8 @@ class Runner:
         on = f" on CPU {','.join(map(str, cpus))}" if cpus else ""
         self.emit(CellStarted(f"{m.id} · {w.name} · r{rep}: starting{on}"))
         try:
-            with self._server(m, log_path, cpus=cpus, db="db" in w.features, tls=todo[0].tls) as srv:
+            with self._server(m, log_path, cpus=cpus, db="db" in w.features, tls=todo[0].tls,
+                              http2=todo[0].http2) as srv:
                 # process start → first 200 on GET / where the server says (the profile's start-up), else
                 # the harness's wait for it
                 start_s = srv.ready_s or time.monotonic() - t_start
@@ -291,10 +293,11 @@ class Runner:
         return list(self.machine_cpus)
 
     def _server(self, m: Any, log_path: Path, cpus: list[int] | None = None, db: bool = False,
-                tls: str | None = None) -> AbstractContextManager[Server]:
+                tls: str | None = None, http2: str | None = None) -> AbstractContextManager[Server]:
         """The server for a round of points: started and supervised here, or the --target.
         `cpus` overrides the run's server CPUs (a cores sweep's point); `db`: it is told the run's database;
-        `tls`: it serves TLS with the run's certificate of that key type (tls_run.py)."""
+        `tls`: it serves TLS with the run's certificate of that key type (tls_run.py); `http2`: HTTP/2 of that
+        mode (h2_run.py)."""
         if self.opts.target:
             from ..processes.target import external
             return external(self.opts.target)
@@ -312,8 +315,9 @@ class Runner:
         # probed as finely as the profile's start-up, which `make bench` takes from these starts
         return supervisor.run_server(m, cpus=cpus, workers=self.opts.workers, ready_poll_s=supervisor.STARTUP_POLL_S,
                                      log_path=log_path, ready_timeout=self.opts.ready_timeout,
-                                     memory_limit=self.memory_limit, extra_env=self.tls.env(tls, env),
-                                     tls_ca=self.tls.ca(tls))
+                                     memory_limit=self.memory_limit,
+                                     extra_env=h2_run.env(http2, self.tls.env(tls, env)),
+                                     tls_ca=self.tls.ca(tls), http2=http2 is not None)
 
     def run_point(self, srv: Server, m: Any, w: Workload, size: Size, p: Point, rep: int,
                   client_cpus: list[int] | None, first: bool = True) -> CellRecord:

@@ -51,14 +51,16 @@ def row_reason(m: Any, w: Workload, opts: RunOptions) -> str | None:
 
 
 def starts(points: list[Point]) -> list[list[Point]]:
-    """`points` (in order) cut into runs of the same key type: one server start each."""
-    return [list(run) for _, run in groupby(points, key=lambda p: p.tls)]
+    """`points` (in order) cut into runs of the same key type and HTTP/2 mode (h2_run.py): one server start each."""
+    return [list(run) for _, run in groupby(points, key=lambda p: (p.tls, p.http2))]
 
 
 def log_name(server: str, workload: str, points: list[Point], rep: int) -> str:
-    """A start's log file: the plaintext start's as before, a TLS start's named by its key type."""
+    """A start's log file: the plaintext start's as before, a TLS start's named by its key type, an HTTP/2
+    start's by its mode."""
     kind = points[0].tls if points else None
-    return f"{server}.{workload}{f'.tls-{kind}' if kind else ''}.r{rep}.log"
+    h2 = points[0].http2 if points else None
+    return f"{server}.{workload}{f'.tls-{kind}' if kind else ''}{f'.{h2}' if h2 else ''}.r{rep}.log"
 
 
 class RunTls:

@@ -54,6 +54,9 @@ class Ctx:
     tls_out: str | None = None  # the manifest's tls_out: why the row serves no TLS here
     tls_start: Any = None  # tlscheck.TlsStart: how to start the row again with $TLS_* (None: cannot here)
     tls: ssl.SSLContext | None = None  # set: every connection is a TLS client (the tls check's HTTP rules)
+    h2_row: bool = False  # the manifest declares http2_library (SPEC.md, "HTTP/2")
+    h2_out: str | None = None  # the manifest's http2_out: why the row serves no HTTP/2 here
+    h2_start: Any = None  # h2check.H2Start: how to start the row again with $HTTP2 (None: cannot here)
 
     def conn(self, timeout: float | None = None) -> Conn:
         try:

@@ -18,10 +18,11 @@ from ..tls.certs import make_material
 from .base import CheckResult
 from .dbsetup import DbSetup
 from ..rules.admission import Admission, admission
-from .suite import CHECKS, TLS_CHECKS, is_db_row, tls_of, verify
+from .suite import CHECKS, H2_CHECKS, TLS_CHECKS, h2_of, is_db_row, tls_of, verify
+from .h2check import H2Start
 from .tlscheck import TlsStart
 
-PLAIN_CHECKS = [c for c in CHECKS if c not in TLS_CHECKS]
+PLAIN_CHECKS = [c for c in CHECKS if c not in TLS_CHECKS + H2_CHECKS]
 
 
 @dataclass
@@ -80,6 +81,19 @@ def _tls_start(m: Any, folder: _LazyFolder, cpus: list[int], workers: int,
     return TlsStart(material, start)
 
 
+def _h2_start(m: Any, folder: _LazyFolder, cpus: list[int], workers: int,
+              env: dict[str, str] | None) -> H2Start:
+    material = folder.material
+
+    @contextmanager
+    def start(h2_env: dict[str, str], mode: str) -> Iterator[str]:
+        with supervisor.run_server(m, cpus=cpus, workers=workers, extra_env={**(env or {}), **h2_env},
+                                   tls_ca=Path(material.ca) if mode == "h2" else None, http2=True) as srv:
+            yield srv.url
+
+    return H2Start(material, start)
+
+
 def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_unavailable: bool, db: DbSetup,
           tls_folder: _LazyFolder) -> Iterator[ServerVerdict]:
     for m in manifests:
@@ -113,6 +127,8 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
             # after the plaintext start has stopped: the same row again, serving TLS on a port of its own
             tls = _tls_start(m, tls_folder, server_cpus, workers, env) if tls_of(m)[0] else None
             results += verify(srv.url, m, workers=srv.workers, only=TLS_CHECKS, tls=tls)
+            h2 = _h2_start(m, tls_folder, server_cpus, workers, env) if h2_of(m)[0] else None
+            results += verify(srv.url, m, workers=srv.workers, only=H2_CHECKS, h2=h2)
         checks = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
                   for r in results]
         ok = admission(checks).admitted

@@ -19,6 +19,7 @@ from .protocol import (check_bad_request, check_close_case, check_connection_clo
                        check_http10_no_host, check_idle_connections, check_keepalive, check_method, check_not_found,
                        check_pipeline, check_split)
 from .smuggling import check_smuggling
+from .h2check import H2Start, check_h2, check_h2c
 from .tlscheck import TlsStart, check_tls
 
 CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
@@ -52,10 +53,15 @@ CHECK_FUNCS: dict[str, Callable[[Ctx], str]] = {
     "compress": check_compress,
     # the tls feature (tlscheck.py): the row started again with $TLS_*; skipped for a row without tls_library
     "tls": check_tls,
+    # the h2c and h2 features (h2check.py): the row started again with $HTTP2; skipped for a row without
+    # http2_library
+    "h2c": check_h2c,
+    "h2": check_h2,
 }
 CHECKS: list[str] = list(CHECK_FUNCS)
 DB_CHECKS: list[str] = ["db", "queries", "fortunes", "db-counts", "updates"]
 TLS_CHECKS: list[str] = ["tls"]
+H2_CHECKS: list[str] = ["h2c", "h2"]
 
 
 def _default_hello_file() -> Path:
@@ -75,6 +81,12 @@ def tls_of(manifest: Any | None) -> tuple[bool, str | None]:
     """Whether a manifest declares tls_library (catalog.manifests.Choices.tls), and its tls_out."""
     choices = getattr(manifest, "choices", None)
     return bool(choices is not None and getattr(choices, "tls", False)), getattr(choices, "tls_out", None)
+
+
+def h2_of(manifest: Any | None) -> tuple[bool, str | None]:
+    """Whether a manifest declares http2_library (catalog.manifests.Choices.h2), and its http2_out."""
+    choices = getattr(manifest, "choices", None)
+    return bool(choices is not None and getattr(choices, "h2", False)), getattr(choices, "http2_out", None)
 
 
 def _bound(manifest: Any, workers: int) -> int | None:
@@ -97,6 +109,7 @@ def verify(
     db: DbTarget | None = None,
     db_problem: str | None = None,
     tls: TlsStart | None = None,
+    h2: H2Start | None = None,
 ) -> list[CheckResult]:
     """Run the SPEC.md conformance checks against the server at base_url (http://host:port).
 
@@ -105,7 +118,8 @@ def verify(
     The db checks run when the manifest declares the db_* choices and `db` (the database the server
     was started with) is given; else they are skipped with the reason (`db_problem` when given).
     The tls check starts the row again through `tls` (the certificates and a start with `$TLS_*`) when the
-    manifest declares tls_library; without `tls` it is skipped, saying why.
+    manifest declares tls_library; without `tls` it is skipped, saying why. The h2c and h2 checks likewise
+    start it through `h2` when it declares http2_library.
     """
     u = urlsplit(base_url if "//" in base_url else f"http://{base_url}")
     if u.scheme != "http" or not u.hostname:
@@ -131,6 +145,9 @@ def verify(
         tls_row=tls_of(manifest)[0],
         tls_out=tls_of(manifest)[1],
         tls_start=tls,
+        h2_row=h2_of(manifest)[0],
+        h2_out=h2_of(manifest)[1],
+        h2_start=h2,
     )
     results: list[CheckResult] = []
     for name in CHECKS:
