@@ -131,6 +131,18 @@ def tls_text(m: Manifest) -> str:
     return "not declared (out of the TLS workloads)"
 
 
+def http2_text(m: Manifest) -> str:
+    """A row's HTTP/2 (SPEC.md, "HTTP/2"), as `list` and `doctor` show it: the server that speaks it and the
+    stream limit it advertises, why its stack has none here (`http2_out`: out of the HTTP/2 workloads), or
+    that it declares neither (out too)."""
+    c = m.choices
+    if c is not None and c.http2_library:
+        return f"{c.http2_library}; streams {c.http2_max_streams}"
+    if c is not None and c.http2_out:
+        return f"out: {c.http2_out}"
+    return "not declared (out of the HTTP/2 workloads)"
+
+
 def db_text(m: Manifest) -> str:
     """A row's database (SPEC.md, "Database endpoints"), as `list` and `doctor` show it: its driver and pool,
     why its stack serves none here (`db_out`: kept out of the database workloads), or that it declares neither."""

@@ -65,7 +65,8 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
     run-time needs), their versions and how to install the rest."""
     ms = selected(ids)
     table = Table(title="servers")
-    for col in ("server", "language", "builds here", "missing", "runs here", "version", "install hint", "database", "compress", "TLS"):
+    for col in ("server", "language", "builds here", "missing", "runs here", "version", "install hint", "database", "compress",
+                "TLS; HTTP/2"):
         table.add_column(col, overflow="fold")
     for m, a, r in zip(ms, doctor_mod.check_all(ms), doctor_mod.check_all(ms, "run")):
         built = build_mod.is_built(m)
@@ -75,7 +76,8 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
         version = shown.version or (f"[yellow]{shown.reason}[/]" if shown.available and shown.reason else "")
         table.add_row(m.id, m.language, _yes(a.available), ", ".join(a.missing), runs, version,
                       a.install_hint or "", escape(doctor_mod.db_text(m)),
-                      escape(doctor_mod.compress_text(m)), escape(doctor_mod.tls_text(m)))
+                      escape(doctor_mod.compress_text(m)),
+                      escape(f"{doctor_mod.tls_text(m)}; HTTP/2: {doctor_mod.http2_text(m)}"))
     console.print(table)
     _verdict_lines(ms)
 
@@ -115,18 +117,20 @@ def doctor(ids: Optional[list[str]] = IdsArg) -> None:
 
 
 def list_servers() -> None:
-    """List the contestants: language, concurrency model, whether available, built, verified, their database and
-    their TLS."""
+    """List the contestants: language, concurrency model, whether available, built, verified, their database,
+    /compress, TLS and HTTP/2."""
     cat = load_catalog_warn()
     ms = select(cat, None)
     verified = _verified(ms)
     table = Table(title=f"{len(ms)} servers")
-    for col in ("id", "language", "model", "framework", "available here", "built", "verified", "database", "compress", "TLS"):
+    for col in ("id", "language", "model", "framework", "available here", "built", "verified", "database", "compress", "TLS",
+                "HTTP/2"):
         table.add_column(col, overflow="fold")
     for m, a in zip(ms, doctor_mod.check_all(ms)):
         table.add_row(m.id, m.language, m.model, m.framework, _yes(a.available),
                       _yes(build_mod.is_built(m)), verified[m.id], escape(doctor_mod.db_text(m)),
-                      escape(doctor_mod.compress_text(m)), escape(doctor_mod.tls_text(m)))
+                      escape(doctor_mod.compress_text(m)), escape(doctor_mod.tls_text(m)),
+                      escape(doctor_mod.http2_text(m)))
     console.print(table)
     _verdict_lines(ms)
 

@@ -37,6 +37,8 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("compress_out", DECLARED),  # the manifest says why it serves no /compress here
     ("not a compress row", DECLARED),  # no compression choice
     ("not a tls row", DECLARED),  # no tls_library
+    ("http2_out", DECLARED),  # the manifest says why it serves no HTTP/2 here (run/h2_run.py)
+    ("not an h2 row", DECLARED),  # no http2_library
     ("failed verification", FAILED_CHECK),  # a measurement check
     ("not run —", FAILED_CHECK),  # a feature check the workload uses (rules/admission.not_run_reason)
     ("never verified", NOT_VERIFIED),

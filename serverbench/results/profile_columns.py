@@ -60,6 +60,9 @@ COLUMNS: tuple[Work, ...] = (
     # is the workload's other point
     Work("db outage", (Source("tfb-db-outage", "restart"),),
          "PostgreSQL restarted under load: whether the row came back, and how many seconds after the database"),
+    # HttpArena's shape (h2load -c 256 -m 100) over TLS, the way browsers and API clients speak HTTP/2
+    Work("h2", (Source("h2-json", "h2"), Source("h2c-json", "h2c")),
+         "HTTP/2 on /json, 256 connections of 100 streams each, over TLS (else cleartext h2c)"),
 )
 
 
