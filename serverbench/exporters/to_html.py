@@ -17,7 +17,7 @@ from ..results.aggregate import PointData, RunResults, Caveat, WorkloadData
 from ..charts.figures import FONT, Styles, capacity_chart, hol_cores_chart, cpu_per_request_chart, errors_chart, latency_chart, model_color, noise_chart, p99_chart, resources_chart, scaling_chart, sweep_chart, throughput_chart, timeline_chart
 from . import tools_section
 from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
-from . import database_section, hol_section, models_section, noisy_section, profile_section, tls_section
+from . import database_section, h2_section, hol_section, models_section, noisy_section, profile_section, tls_section
 from ..results import ranking
 from ..charts.timecharts import outage_chart, over_time_chart
 from .html_tables import (capacity_table, cpu_per_request_table, efficiency_table, errors_table, esc,
@@ -418,6 +418,7 @@ def render(run: Any, results: RunResults) -> bytes:
         _workload_section(page, wl)
     _database_changes(page, results)
     tls_section.to_page(page, results)
+    h2_section.to_page(page, results)
     seeds_section.to_page(page, run, results)
     _cost_of_ownership(page, results)
     _tools_compared(page, results)

@@ -10,7 +10,7 @@ from ..rules.fingerprint import describe_database, describe_db_choices, describe
 from . import tools_section
 from ..results.formatting import fmt_cpu, fmt_num, fmt_us
 from . import cores_section, opening, overtime_section, placement, speed_section, steady_section, verdict_section
-from . import database_section, hol_section, models_section, noisy_section, profile_section, tls_section
+from . import database_section, h2_section, hol_section, models_section, noisy_section, profile_section, tls_section
 from ..cost import table as cost
 from ..results import ranking
 from ..seeds import section as seeds_section
@@ -328,6 +328,7 @@ def render(run: Any, results: RunResults) -> bytes:
             lines += _not_run(pt)
     lines += database_changes(results)
     lines += tls_section.markdown(results)
+    lines += h2_section.markdown(results)
     lines += seeds_section.markdown(run, results)
     lines += cost_of_ownership(results)
     lines += tools_compared(results)
