@@ -61,7 +61,8 @@ def fixed_point(p: Point, rate: float) -> Point:
     """`p`'s request as an open load at `rate`, its connections the pool, its duration and timeout."""
     return Point(label=label(p.label), mode="open", path=p.path, method=p.method, headers=p.headers, body=p.body,
                  rate=float(round(rate)), max_connections=p.connections, keepalive=p.keepalive,
-                 duration=p.duration, requests=None, timeout=p.timeout, threads=p.threads, tls=p.tls)
+                 duration=p.duration, requests=None, timeout=p.timeout, threads=p.threads, tls=p.tls,
+                 http2=p.http2, streams=p.streams)
 
 
 def of_label(point_label: str) -> dict[str, str]:

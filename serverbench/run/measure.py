@@ -262,7 +262,7 @@ def calibration_point(p: Point) -> Point:
     """The closed-loop load that measures the capacity an "N%" rate is a share of."""
     return Point(label="calibration", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=CALIBRATION_CONNECTIONS, keepalive=p.keepalive,
-                 duration=p.calibration, threads=p.threads, tls=p.tls)
+                 duration=p.calibration, threads=p.threads, tls=p.tls, http2=p.http2, streams=p.streams)
 
 
 def warmup_point(p: Point, duration: str) -> Point:
@@ -272,7 +272,8 @@ def warmup_point(p: Point, duration: str) -> Point:
                                     "time_limit": None})
     return Point(label="warmup", mode="closed", path=p.path, method=p.method, headers=p.headers,
                  body=p.body, connections=min(CALIBRATION_CONNECTIONS, p.users or p.max_connections or 64),
-                 keepalive=p.keepalive, duration=duration, timeout=p.timeout, tls=p.tls)
+                 keepalive=p.keepalive, duration=duration, timeout=p.timeout, tls=p.tls, http2=p.http2,
+                 streams=p.streams)
 
 
 def steady_point(p: Point) -> Point:

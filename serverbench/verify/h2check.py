@@ -126,7 +126,7 @@ class _Judge:
                     raise self.fail("streams", f"a stream beyond the advertised limit of {limit} was "
                                     f"{'served' if a.status else f'reset with code {a.reset}'}, not refused "
                                     "(RFC 9113 §5.1.2: PROTOCOL_ERROR or REFUSED_STREAM)")
-                return f"{n} streams at once, the {n + 1}st refused"
+                return f"{n} streams at once, one more refused"
             return f"{n} streams at once ({'no limit advertised' if limit is None else f'limit {limit}'})"
 
     def reset(self) -> None:

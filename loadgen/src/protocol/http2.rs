@@ -7,13 +7,15 @@
 //! and their ACK, PING ACK, WINDOW_UPDATE). May use: `request`, `response`'s
 //! `Response`, loona-hpack; nothing of the transport or the models.
 //!
-//! HPACK comes from loona-hpack 0.4, the maintained fork of the `hpack` crate
-//! (its code is that crate's, so its CPU per header block is the same; hpack
-//! 0.3 itself has had no release since 2016). The `h2` crate was not taken:
-//! it runs only on tokio's I/O traits, and loadgen's loops are its own
-//! epoll and io_uring loops, which every other protocol shares; bench/
-//! h2_vs_h2load.py measures the client CPU per request this framing costs
-//! against h2load (nghttp2's C framing) on the same load.
+//! HPACK comes from httlib-hpack 0.1 (its Huffman decoder is table-driven).
+//! Measured first with loona-hpack 0.4 (the maintained fork of the `hpack`
+//! crate, whose code it keeps): against nginx, whose response fields are
+//! Huffman-coded, its decoder built a HashMap per Huffman string
+//! (`HuffmanDecoder::new`: 30 % of loadgen's samples, hashing another 35 %),
+//! 76 µs of client CPU per request against h2load's 10 (bench/
+//! h2_vs_h2load.py). The `h2` crate was not taken: it runs only on tokio's
+//! I/O traits, and loadgen's loops are its own epoll and io_uring loops,
+//! which every other protocol shares.
 //!
 //! Flow control: RFC 9113's defaults (65,535 bytes for the connection and for
 //! each stream) unless `--h2-window` says otherwise; the window is given back
@@ -24,7 +26,7 @@
 
 use super::request::{H2Fields, RequestBytes};
 use super::response::{ParseError, Response};
-use loona_hpack::{Decoder, Encoder};
+use httlib_hpack::{Decoder, Encoder};
 use rand::Rng;
 use std::collections::VecDeque;
 
@@ -107,6 +109,9 @@ pub struct Http2<T> {
     opts: H2Options,
     enc: Encoder<'static>,
     dec: Decoder<'static>,
+    /// A header block's bytes and its fields, decoded (the decoder takes a Vec and fills one).
+    hbuf: Vec<u8>,
+    hfields: Vec<(Vec<u8>, Vec<u8>, u8)>,
     fields: H2Fields,
     /// The last header block encoded, and whether a fixed request encodes to
     /// it unchanged (every field indexed: reusing it leaves HPACK's tables as
@@ -156,8 +161,10 @@ impl<T: Copy> Http2<T> {
     pub fn new(opts: H2Options) -> Http2<T> {
         Http2 {
             opts,
-            enc: Encoder::new(),
-            dec: Decoder::new(),
+            enc: Encoder::default(),
+            dec: Decoder::default(),
+            hbuf: Vec::new(),
+            hfields: Vec::new(),
             fields: H2Fields::default(),
             block: Vec::new(),
             spare: Vec::new(),
@@ -200,8 +207,8 @@ impl<T: Copy> Http2<T> {
 
     /// Forget the codec state of a connection that is gone (requests held stay).
     pub fn reset(&mut self) {
-        self.enc = Encoder::new();
-        self.dec = Decoder::new();
+        self.enc = Encoder::default();
+        self.dec = Decoder::default();
         self.stable = false;
         self.block.clear();
         self.size_update = None;
@@ -281,11 +288,13 @@ impl<T: Copy> Http2<T> {
         std::mem::swap(&mut self.block, &mut self.spare);
         self.block.clear();
         if let Some(size) = self.size_update.take() {
-            // RFC 7541 §6.3: a dynamic table size update, 5-bit prefix
-            let _ = loona_hpack::encoder::encode_integer_into(size as usize, 5, 0x20, &mut self.block);
+            // RFC 7541 §6.3: a dynamic table size update first (it also shrinks the encoder's table)
+            let _ = self.enc.update_max_dynamic_size(size, &mut self.block);
         }
+        // indexed into the dynamic table, then referred to: a fixed request's block is stable from the second
+        let flags = Encoder::WITH_INDEXING | Encoder::BEST_FORMAT;
         for (name, value) in self.fields.pairs() {
-            let _ = self.enc.encode_header_into((name, value), &mut self.block);
+            let _ = self.enc.encode((name.to_vec(), value.to_vec(), flags), &mut self.block);
         }
         self.stable = req.is_fixed() && self.block == self.spare;
     }
@@ -374,7 +383,6 @@ impl<T: Copy> Http2<T> {
                     match u16::from_be_bytes([s[0], s[1]]) {
                         1 if value < TABLE_SIZE => {
                             // the server's decoder holds less: shrink ours and say so first
-                            self.enc.set_max_table_size(value as usize);
                             self.size_update = Some(value);
                             self.stable = false;
                         }
@@ -436,14 +444,20 @@ impl<T: Copy> Http2<T> {
     /// A complete header block of `stream`: decoded whatever the stream (the
     /// decoder's table must follow the server's), its `:status` kept.
     fn header_block(&mut self, stream: u32, block: &[u8], end_stream: bool, done: &mut Vec<(Response, T)>) -> Result<(), ()> {
-        let mut status = 0u16;
-        self.dec
-            .decode_with_cb(block, |name, value| {
-                if &*name == b":status" {
-                    status = std::str::from_utf8(&value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-                }
-            })
-            .map_err(|_| ())?;
+        self.hbuf.clear();
+        self.hbuf.extend_from_slice(block);
+        self.hfields.clear();
+        // httlib-hpack 0.1.3 indexes past the end of a truncated integer (decoder/primitives.rs:74) where it
+        // should return an error: a panic there is the server's malformed block, a connection error here
+        let (dec, hbuf, hfields) = (&mut self.dec, &mut self.hbuf, &mut self.hfields);
+        let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dec.decode(hbuf, hfields)));
+        if !matches!(decoded, Ok(Ok(_))) {
+            return Err(());
+        }
+        let status = match self.hfields.iter().find(|f| f.0 == b":status") {
+            Some(f) => std::str::from_utf8(&f.1).ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            None => 0,
+        };
         if (100..200).contains(&status) {
             return Ok(()); // informational: the final response follows
         }
