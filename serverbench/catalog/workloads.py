@@ -90,11 +90,12 @@ class Point(BaseModel):
     # "sweep" (kind cores) = one point per count 1, 2, 4 … up to the server machine's CPUs (cores.py)
     server_cores: int | Literal["sweep"] | None = None
     # kind noisy: bad clients on connections of their own beside this point's load (loadgen --noise)
-    noise: Literal["slowloris", "idle", "garbage", "slow-reader"] | None = None
+    # rapid-reset: HTTP/2 streams opened and reset at once in bursts (CVE-2023-44487), beside h2c load only
+    noise: Literal["slowloris", "idle", "garbage", "slow-reader", "rapid-reset"] | None = None
     noise_connections: int | None = None
     noise_interval: str | None = None  # slowloris: the gap between header bytes
     noise_read_rate: int | None = None  # slow-reader: bytes/s read per connection
-    noise_path: str | None = None  # slow-reader: what it requests
+    noise_path: str | None = None  # slow-reader: what it requests; rapid-reset: what each stream asks
     noise_lead: str | None = None  # the noise starts this long before the legitimate load
     twin: str | None = None  # a noise point's quiet twin: the label of the same load without noise
     # kind db-outage: what the harness does to the run's PostgreSQL during this point's measured load
@@ -198,7 +199,7 @@ class Point(BaseModel):
                 v is not None for v in (self.noise_connections, self.noise_interval, self.noise_read_rate,
                                         self.noise_path, self.noise_lead)):
             raise ValueError("noise_* belong to a point with noise; set noise = one of slowloris, "
-                             "idle, garbage, slow-reader")
+                             "idle, garbage, slow-reader, rapid-reset")
         if self.noise_connections is not None and self.noise_connections < 1:
             raise ValueError("noise_connections must be >= 1")
         if self.tls is not None and self.noise is not None:
@@ -214,10 +215,12 @@ class Point(BaseModel):
             raise ValueError('http2 = "h2c" is cleartext HTTP/2: a point with tls speaks http2 = "h2"')
         if self.streams is not None and (self.http2 is None or self.streams < 1):
             raise ValueError("streams (HTTP/2 streams per connection, >= 1) belong to a point with http2")
-        if self.http2 is not None and (self.pipeline or self.noise or self.heavy_path or not self.keepalive
-                                       or self.mode in ("sessions", "capacity")):
-            raise ValueError("an http2 point is closed or open keep-alive load without pipeline, noise or heavy "
-                             "requests (HTTP/2 multiplexes with streams)")
+        if self.noise == "rapid-reset" and self.http2 != "h2c":
+            raise ValueError('noise = "rapid-reset" speaks cleartext HTTP/2 beside h2c load: give http2 = "h2c"')
+        if self.http2 is not None and (self.pipeline or self.noise not in (None, "rapid-reset") or self.heavy_path
+                                       or not self.keepalive or self.mode in ("sessions", "capacity")):
+            raise ValueError("an http2 point is closed or open keep-alive load without pipeline, heavy requests or "
+                             "HTTP/1.1 noise (HTTP/2 multiplexes with streams; its noise is rapid-reset)")
 
     def _check_outage(self) -> None:
         if self.outage is None:

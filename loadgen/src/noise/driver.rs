@@ -5,6 +5,7 @@
 //! `BACKOFF`, so the shape keeps its connections held.
 
 use super::garbage::{self, Kind};
+use super::rapid_reset;
 use super::sock;
 use super::{Counters, NoiseConfig, Report, Shape};
 use crate::protocol::response::ResponseParser;
@@ -67,6 +68,8 @@ struct Conn {
     /// Garbage: requests this slot sent, over all its connections (so each
     /// slot goes through every kind, whichever ones the server closes on).
     kinds: u64,
+    /// Rapid reset: the next stream id.
+    stream: u32,
 }
 
 impl Conn {
@@ -84,6 +87,7 @@ impl Conn {
             unreadable: false,
             sent: 0,
             kinds: 0,
+            stream: 1,
         }
     }
 }
@@ -211,6 +215,13 @@ impl Driver<'_> {
                 Shape::Idle => {}
                 Shape::Garbage => self.end(i, End::Timeout, now),
                 Shape::SlowReader => self.slow_read(i, now),
+                Shape::RapidReset => {
+                    let c = &mut self.conns[i];
+                    rapid_reset::burst(&mut c.out, &self.cfg.h2_block, &mut c.stream);
+                    self.c.requests_sent += u64::from(rapid_reset::BURST);
+                    self.set_timer(i, now + self.cfg.interval);
+                    self.flush(i, now);
+                }
             },
         }
     }
@@ -319,6 +330,11 @@ impl Driver<'_> {
                 self.send_get(i, now);
                 self.set_timer(i, now + READ_TICK);
             }
+            Shape::RapidReset => {
+                rapid_reset::start(&mut c.out);
+                c.stream = 1;
+                self.set_timer(i, now + self.cfg.interval);
+            }
         }
         self.flush(i, now)
     }
@@ -411,6 +427,15 @@ impl Driver<'_> {
             return true;
         }
         c.rbuf.extend_from_slice(&self.scratch[..n]);
+        if self.cfg.shape == Shape::RapidReset {
+            // HTTP/2 frames: SETTINGS and PING answered, a GOAWAY counted (as an answer of class "other")
+            let (used, goaways) = rapid_reset::scan(&c.rbuf, &mut c.out);
+            c.rbuf.drain(..used);
+            for _ in 0..goaways {
+                self.c.response(0);
+            }
+            return self.flush(i, now);
+        }
         let mut last = None;
         loop {
             match c.parser.advance(&c.rbuf, false) {

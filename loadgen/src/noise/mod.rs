@@ -6,6 +6,7 @@
 
 mod driver;
 mod garbage;
+mod rapid_reset;
 mod sock;
 
 use crate::units::flag_duration;
@@ -27,10 +28,12 @@ pub enum Shape {
     Garbage,
     /// A large response read at a few KB/s.
     SlowReader,
+    /// HTTP/2 streams opened and reset at once, in bursts (h2c).
+    RapidReset,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 4] = [Shape::Slowloris, Shape::Idle, Shape::Garbage, Shape::SlowReader];
+    pub const ALL: [Shape; 5] = [Shape::Slowloris, Shape::Idle, Shape::Garbage, Shape::SlowReader, Shape::RapidReset];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -38,6 +41,7 @@ impl Shape {
             Shape::Idle => "idle",
             Shape::Garbage => "garbage",
             Shape::SlowReader => "slow-reader",
+            Shape::RapidReset => "rapid-reset",
         }
     }
 
@@ -45,7 +49,7 @@ impl Shape {
         Shape::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("--noise `{s}` must be slowloris, idle, garbage or slow-reader"))
+            .ok_or_else(|| format!("--noise `{s}` must be slowloris, idle, garbage, slow-reader or rapid-reset"))
     }
 }
 
@@ -70,6 +74,8 @@ pub struct NoiseConfig {
     pub connect_timeout: Duration,
     /// How long the noise runs before the legitimate load starts.
     pub lead: Duration,
+    /// Rapid reset: the header block every stream sends.
+    pub h2_block: Vec<u8>,
 }
 
 /// The --noise flags (flattened into the command line).
@@ -80,21 +86,25 @@ pub struct NoiseArgs {
     /// --noise-interval, never finished), idle (connected, silent), garbage
     /// (malformed requests, one after another: a missing path, a bad method,
     /// a Content-Length with no body, 256 binary bytes, Transfer-Encoding
-    /// with Content-Length) or slow-reader (--noise-path read at
-    /// --noise-read-rate). Counted apart, in the JSON's "noise"
+    /// with Content-Length), slow-reader (--noise-path read at
+    /// --noise-read-rate) or rapid-reset (h2c: every --noise-interval, 100
+    /// streams of GET --noise-path each reset at once, CVE-2023-44487).
+    /// Counted apart, in the JSON's "noise"
     #[arg(long)]
     pub noise: Option<String>,
     /// Noise connections held at once (a shard holds its share); one that
     /// ends is replaced after 100 ms [default: 256]
     #[arg(long, value_name = "N")]
     pub noise_connections: Option<usize>,
-    /// Slowloris: the gap between header bytes [default: 2s]
+    /// Slowloris: the gap between header bytes [default: 2s]; rapid reset:
+    /// between bursts [default: 10ms]
     #[arg(long, value_name = "DURATION")]
     pub noise_interval: Option<String>,
     /// Slow reader: bytes per second read on each connection [default: 4096]
     #[arg(long, value_name = "BYTES_PER_S")]
     pub noise_read_rate: Option<u64>,
-    /// Slow reader: what it requests, keep-alive, again once read [default: /delay?bytes=1048576]
+    /// Slow reader: what it requests, keep-alive, again once read [default:
+    /// /delay?bytes=1048576]; rapid reset: what each stream asks [default: /]
     #[arg(long, value_name = "PATH")]
     pub noise_path: Option<String>,
     /// How long the noise runs before the legitimate load (its warm-up
@@ -125,7 +135,7 @@ impl NoiseConfig {
                 (a.noise_lead.is_some(), "--noise-lead"),
             ];
             return match given.iter().find(|g| g.0) {
-                Some((_, flag)) => Err(format!("{flag} needs --noise SHAPE (slowloris, idle, garbage or slow-reader)")),
+                Some((_, flag)) => Err(format!("{flag} needs --noise SHAPE (slowloris, idle, garbage, slow-reader or rapid-reset)")),
                 None => Ok(None),
             };
         };
@@ -134,7 +144,8 @@ impl NoiseConfig {
         if connections == 0 {
             return Err("--noise-connections must be at least 1".into());
         }
-        let interval_flag = a.noise_interval.as_deref().unwrap_or("2s");
+        let rapid = shape == Shape::RapidReset;
+        let interval_flag = a.noise_interval.as_deref().unwrap_or(if rapid { rapid_reset::DEFAULT_INTERVAL } else { "2s" });
         let interval = flag_duration("--noise-interval", interval_flag)?;
         if interval < Duration::from_millis(1) {
             return Err(format!("--noise-interval {interval_flag} must be at least 1ms"));
@@ -143,7 +154,7 @@ impl NoiseConfig {
         if read_rate == 0 {
             return Err("--noise-read-rate must be at least 1 byte/s".into());
         }
-        let path = a.noise_path.as_deref().unwrap_or("/delay?bytes=1048576");
+        let path = a.noise_path.as_deref().unwrap_or(if rapid { rapid_reset::DEFAULT_PATH } else { "/delay?bytes=1048576" });
         if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
             return Err(format!("--noise-path `{path}` must start with / and hold no spaces or control bytes"));
         }
@@ -162,6 +173,7 @@ impl NoiseConfig {
             authority: authority.to_string(),
             timeout,
             connect_timeout,
+            h2_block: if rapid { rapid_reset::header_block(path, authority) } else { Vec::new() },
         }))
     }
 }
