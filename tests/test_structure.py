@@ -141,7 +141,7 @@ def test_every_folder_says_what_it_owns_and_may_import() -> None:
 
 # The folders in the order data flows (docs/DESIGN.md's table of folders): each imports only the
 # shared vocabulary and the folders before it; the CLI's modules sit above them all.
-FOLDERS = ["tls", "catalog", "rules", "processes", "database", "verify", "overtime", "cluster", "run", "crosscheck", "results", "seeds", "cost",
+FOLDERS = ["tls", "h2", "catalog", "rules", "processes", "database", "verify", "overtime", "cluster", "run", "crosscheck", "results", "seeds", "cost",
            "charts", "exporters", "cli"]
 VOCABULARY = {"paths", "model", "loadgen_json", "store"}
 

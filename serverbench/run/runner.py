@@ -94,6 +94,11 @@ def cpu_overlap(opts: RunOptions, server_cpus: list[int]) -> bool:
     return bool(set(server_cpus) & set(opts.client_cpus or []))
 
 
+def _protocol_reason(m: Any, w: Workload, opts: RunOptions) -> str | None:
+    """Why row `m` cannot run `w` for the protocol it speaks: TLS (tls_run.py) or HTTP/2 (h2_run.py)."""
+    return tls_run.row_reason(m, w, opts) or h2_run.row_reason(m, w, opts)
+
+
 def _kind_reason(w: Workload, db: RunDatabase | None, opts: RunOptions) -> str | None:
     """Why a workload of this kind cannot run in this run (None: it can)."""
     if w.kind == "db-outage":
@@ -107,7 +112,7 @@ def planned_seconds(plan: list, opts: RunOptions, gate: measure.Gate) -> float:
     """A plan's seconds of load, an upper bound: every start's warm-up to steady state counted at its maximum."""
     total = 0.0
     for _, m, w, s, pts in plan:
-        if (tls_run.row_reason(m, w, opts) or h2_run.row_reason(m, w, opts) or gate.reason(m, w)) is None:
+        if (_protocol_reason(m, w, opts) or gate.reason(m, w)) is None:
             starts = len(cores.by_count(pts)) + len(
                 tls_run.starts([p for p in pts if p.server_cores is None]))
             steady = s.steady_max_seconds()
@@ -216,8 +221,7 @@ class Runner:
 
     def _run_one(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point]) -> None:
         """One (repetition, row, workload): its points on one start per key type, a cores point on its own."""
-        reason = (tls_run.row_reason(m, w, self.opts) or h2_run.row_reason(m, w, self.opts)
-                  or self.gate.reason(m, w) or _kind_reason(w, self.db, self.opts))
+        reason = _protocol_reason(m, w, self.opts) or self.gate.reason(m, w) or _kind_reason(w, self.db, self.opts)
         if reason is not None:
             for p in todo:
                 self._record(CellRecord(m.id, w.name, p.label, rep, "skipped", error=reason,
