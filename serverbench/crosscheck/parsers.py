@@ -54,6 +54,29 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+# -- h2load ---------------------------------------------------------------------------------------
+def parse_h2load(stdout: str, stderr: str = "", files: dict[str, str] | None = None) -> ToolFigures:
+    m = re.search(r"^finished in ([\d.]+)(us|ms|s), ([\d.]+) req/s", stdout, re.M)
+    r = re.search(r"^requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", stdout, re.M)
+    if not m or not r:
+        raise ToolOutputError(f"h2load printed no summary: {_last_line(stdout + chr(10) + stderr)}")
+    done, succeeded, failed, errored, timeout = (int(r.group(k)) for k in (2, 3, 4, 5, 6))
+    f = ToolFigures(requests=done, ok=succeeded, duration_s=_us(m.group(1), m.group(2)) / 1e6,
+                    reported_rps=float(m.group(3)), timeouts=timeout)
+    codes = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", stdout, re.M)
+    status = int(codes.group(3)) + int(codes.group(4)) if codes else 0
+    f.error_classes = {k: v for k, v in (("status", status), ("failed", failed - errored - timeout),
+                                         ("errored", errored), ("timeout", timeout)) if v > 0}
+    f.errors = failed + status
+    lat = re.search(r"^time for request:\s+[\d.]+(us|ms|s)\s+([\d.]+)(us|ms|s)", stdout, re.M)
+    if lat:
+        f.max_us = _us(lat.group(2), lat.group(3))
+    f.notes.append("h2load prints no percentiles (min, max, mean, sd only); its req/s counts the requests done "
+                   "over its whole run, connections included")
+    return f
+
+
 # -- wrk ------------------------------------------------------------------------------------------
 def parse_wrk(stdout: str, stderr: str = "", files: dict[str, str] | None = None) -> ToolFigures:
     m = re.search(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h),", stdout, re.M)
@@ -281,7 +304,7 @@ def parse_loadgen(stdout: str, stderr: str = "", files: dict[str, str] | None = 
 
 
 PARSERS: dict[str, Callable[..., ToolFigures]] = {
-    "wrk": parse_wrk, "ab": parse_ab, "hey": parse_hey, "oha": parse_oha, "k6": parse_k6,
+    "h2load": parse_h2load, "wrk": parse_wrk, "ab": parse_ab, "hey": parse_hey, "oha": parse_oha, "k6": parse_k6,
     "drill": parse_drill, "locust": parse_locust, "loadgen": parse_loadgen}
 
 

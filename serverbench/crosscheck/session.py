@@ -20,7 +20,7 @@ from typing import Any
 from .. import paths
 from ..processes import supervisor
 from ..processes.server import Server
-from ..run import measure, tls_run
+from ..run import h2_run, measure, tls_run
 from ..run.events import CellFinished, CellStarted, Listener, RunStarted, ignore
 from ..run.lifecycle import MatrixResult, measured_run
 from ..run.fingerprint import fingerprint as take_fingerprint
@@ -115,7 +115,7 @@ class Session:
         for rep, m in measure.rounds(self.opts.repeat, self.manifests):
             # a row that serves no TLS (tls_out, no tls_library) is left out of a TLS workload, as in a run;
             # a tool whose load the row failed a feature check for (ab: HTTP/1.0) is skipped alone
-            row = tls_run.row_reason(m, self.w, self.run_opts)
+            row = tls_run.row_reason(m, self.w, self.run_opts) or h2_run.row_reason(m, self.w, self.run_opts)
             why = {t: row or self.gate.reason(m, self.w, t) for t in self.opts.tools}
             for t in [t for t, r in why.items() if r is not None]:
                 for p in self.points:
@@ -133,15 +133,17 @@ class Session:
                           metrics=CellMetrics(kind=self.w.kind, tool=run))
 
     def _server(self, m: Any, rep: int, tools: list[str], points: list[Point]) -> None:
-        """One server start for `points` (of one key type: plaintext, or TLS with the run's certificate)."""
+        """One server start for `points` (of one key type: plaintext, or TLS with the run's certificate; and one
+        HTTP/2 mode, `$HTTP2`, run/h2_run.py)."""
         log = self.log_dir / tls_run.log_name(m.id, "crosscheck", points, rep)
         log.parent.mkdir(parents=True, exist_ok=True)
-        kind = points[0].tls
+        kind, h2 = points[0].tls, points[0].http2
         self.emit(CellStarted(f"{m.id} · crosscheck {self.w.name} · r{rep}: starting"
-                              + (f" with TLS ({kind})" if kind else "")))
+                              + (f" with TLS ({kind})" if kind else "") + (f" serving {h2}" if h2 else "")))
         try:
-            with supervisor.run_server(m, cpus=self.opts.server_cpus, log_path=log, extra_env=self.tls.env(kind),
-                                       tls_ca=self.tls.ca(kind)) as srv:
+            with supervisor.run_server(m, cpus=self.opts.server_cpus, log_path=log,
+                                       extra_env=h2_run.env(h2, self.tls.env(kind)), tls_ca=self.tls.ca(kind),
+                                       http2=h2 is not None) as srv:
                 self._warmup(srv, points[0])
                 for p in points:
                     hint: int | None = None

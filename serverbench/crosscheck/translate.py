@@ -20,7 +20,9 @@ AB_CAP_FALLBACK = 1_000_000  # ab allocates a record per request: -n must stay f
 OUTPUT_FILE = "result"  # the file a tool writes its figures to, in the run's directory
 # the tools a TLS point is translated for: loadgen (verifying the run's CA) and wrk (https:// URL); the
 # others would each need their own certificate flags checked, and wrk is the reference issue 38 names
-TLS_TOOLS = ("loadgen", "wrk")
+TLS_TOOLS = ("loadgen", "wrk", "h2load")
+# an HTTP/2 point (SPEC.md, "HTTP/2") goes to the tools that speak HTTP/2 with streams; h2load speaks nothing else
+H2_TOOLS = ("loadgen", "h2load")
 
 
 @dataclass
@@ -61,8 +63,12 @@ def _common_refusal(tool: str, p: Point) -> str | None:
     """Reasons no tool but loadgen (wrk too, for a TLS point) takes this point."""
     if p.mode == "capacity":
         return "capacity points are stepped by serverbench's runner; cross-check a closed or open workload"
+    if p.http2 is not None and tool not in H2_TOOLS:
+        return f"{tool}: HTTP/2 points are cross-checked with loadgen and h2load only"
+    if p.http2 is None and tool == "h2load":
+        return "h2load is cross-checked on HTTP/2 points (h2-json, h2c-json, h2-streams)"
     if p.tls is not None and tool not in TLS_TOOLS:
-        return f"{tool}: TLS points are cross-checked with wrk and loadgen only"
+        return f"{tool}: TLS points are cross-checked with wrk, h2load and loadgen only"
     if p.pipeline and p.pipeline > 1 and tool != "loadgen":
         return f"{tool} does not pipeline requests (wrk only through a Lua script, not translated)"
     if p.stages is not None and tool not in ("loadgen",):
@@ -369,7 +375,24 @@ def _loadgen(p: Point, url: str, timeout: float, cores: int, tls_ca: str | None,
                       co_corrected=p.mode == "open")
 
 
-_TRANSLATORS = {"wrk": _wrk, "ab": _ab, "hey": _hey, "oha": _oha, "drill": _drill, "k6": _k6,
+def _h2load(p: Point, url: str, timeout: float, cores: int, hint: int | None, notes: list[str]) -> Translation:
+    if p.mode != "closed" or p.requests is not None:
+        return Unsupported("h2load", f"h2load keeps C connections x M streams busy for a duration (closed loop); "
+                                     f"the point is {p.mode} load" + (" with a request count" if p.requests else ""))
+    conns = p.connections or 10
+    threads = max(1, min(p.threads or cores, conns))
+    args = ["-c", str(conns), "-m", str(p.streams or 1), "-t", str(threads),
+            "-D", str(max(1, round(parse_duration(p.duration or "10s"))))]
+    # h2load's own windows (1 GiB per stream and connection), not RFC 9113's defaults loadgen keeps
+    notes.append("h2load enlarges the flow-control windows to 1 GiB (-w 30 -W 30), loadgen keeps 65,535; "
+                 "its latency starts when a stream is sent, not when it was due (closed loop)")
+    if p.tls is not None:
+        notes.append(f"over TLS ({p.tls} certificate), which h2load does not verify")
+    planned, limit = _bounds(p, timeout, 2.0)
+    return Invocation("h2load", args + [url], cores=threads, planned_s=planned, limit_s=limit)
+
+
+_TRANSLATORS = {"h2load": _h2load, "wrk": _wrk, "ab": _ab, "hey": _hey, "oha": _oha, "drill": _drill, "k6": _k6,
                 "locust": _locust}  # loadgen: _loadgen, which takes the CA instead of a count hint
 
 __all__ = ["translate", "Invocation", "Unsupported", "Translation", "CROSSCHECK_PATH", "OUTPUT_FILE", "TLS_TOOLS"]

@@ -38,8 +38,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("drill", "drill", ("--version",), "cargo", "drill@0.9.1", True, "Rust, YAML plans"),
     Tool("locust", "locust", ("--version",), "pip", "locust==2.47.0 (own venv .tools/locust-venv)", False,
          "Python, gevent, one process"),
+    Tool("h2load", "h2load", ("--version",), "apt", "nghttp2-client", True,
+         "nghttp2's HTTP/2 load client (h2 and h2c), closed loop, HttpArena's"),
 )}
-DEFAULT_ORDER = ("loadgen", "wrk", "ab", "oha", "hey", "k6", "drill", "locust")
+DEFAULT_ORDER = ("loadgen", "wrk", "ab", "oha", "hey", "k6", "drill", "locust", "h2load")
 
 
 def get(name: str) -> Tool:
