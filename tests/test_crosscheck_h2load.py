@@ -57,7 +57,7 @@ def test_what_h2load_and_the_http1_tools_refuse() -> None:
 
 
 def test_h2load_output_is_read_into_counts_and_its_max() -> None:
-    f = parse("h2load", OUTPUT, "")
+    f = parse("h2load", OUTPUT, "", {})
     assert (f.requests, f.ok, f.errors, f.timeouts, f.reported_rps) == (76100, 76100, 0, 0, 25366.67)
     assert (f.duration_s, f.max_us, f.p99_us) == (3.0, 28780.0, None)
 
@@ -65,11 +65,11 @@ def test_h2load_output_is_read_into_counts_and_its_max() -> None:
 def test_h2load_failures_and_statuses_are_errors_and_no_summary_is_one_line() -> None:
     bad = OUTPUT.replace("76100 succeeded, 0 failed, 0 errored, 0 timeout", "76000 succeeded, 100 failed, 60 errored, "
                          "40 timeout").replace("76100 2xx, 0 3xx, 0 4xx, 0 5xx", "75990 2xx, 0 3xx, 10 4xx, 0 5xx")
-    f = parse("h2load", bad, "")
+    f = parse("h2load", bad, "", {})
     assert (f.ok, f.errors, f.timeouts) == (76000, 110, 40)
     assert f.error_classes == {"status": 10, "errored": 60, "timeout": 40}
     try:
-        parse("h2load", "connect to 127.0.0.1 port 1 failed: Connection refused\n", "")
+        parse("h2load", "connect to 127.0.0.1 port 1 failed: Connection refused\n", "", {})
     except ToolOutputError as e:
         assert "no summary" in str(e) and "\n" not in str(e)
     else:

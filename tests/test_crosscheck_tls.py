@@ -97,8 +97,8 @@ def test_a_tls_point_is_loaded_over_tls_and_counted_by_the_server(env: dict) -> 
         # the server's count over TLS too: every request the fake loadgen completed, and no other
         assert t.server_counted is not None and t.server_counted == lg.metrics.counts.ok > 0, (label, t)
     oha = cells[("ref-tls", "tls · oha")]
-    assert (oha.status, oha.error) == ("skipped", "cannot express: oha: TLS points are cross-checked with wrk "
-                                                  "and loadgen only")
+    assert (oha.status, oha.error) == ("skipped", "cannot express: oha: TLS points are cross-checked with wrk, "
+                                                  "h2load and loadgen only")
 
 
 def test_a_row_that_serves_no_tls_is_skipped_with_the_reason(env: dict) -> None:

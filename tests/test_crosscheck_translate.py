@@ -190,7 +190,7 @@ def test_a_tls_point_without_the_runs_ca_is_a_caller_error() -> None:
 def test_other_tools_refuse_a_tls_point_naming_themselves(tool: str) -> None:
     out = translate(tool, TLS, BASE, 1, count_hint=1000, tls_ca=CA)
     assert isinstance(out, Unsupported)
-    assert out.reason == f"{tool}: TLS points are cross-checked with wrk and loadgen only"
+    assert out.reason == f"{tool}: TLS points are cross-checked with wrk, h2load and loadgen only"
 
 
 def test_a_workload_with_tls_points_is_cross_checked() -> None:

@@ -68,6 +68,8 @@ def every_option() -> list[list[str]]:
                                       shard=(0, 2), start_at=1.5, json_path="out.json"))
     tls = Point(label="t", duration="1s", tls="rsa", keepalive=False)
     lines.append(loadgen.command_line(tls, url, path, threads=1, json_path="out.json", tls_ca="ca.pem"))
+    h2 = Point(label="h", duration="1s", http2="h2c", streams=4)
+    lines.append(loadgen.command_line(h2, url, path, threads=1, json_path="out.json"))
     return lines
 
 

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from . import section_table
 from ..results.formatting import fmt_num, fmt_us
 
 TITLE = "HTTP/2 beside HTTP/1.1"
@@ -140,23 +141,15 @@ def markdown(results: Any) -> list[str]:
         return []
     lines = [f"## {TITLE}", "", NOTE, ""]
     if pairs:
-        lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in pairs] + [""]
+        lines += section_table.markdown(HEADERS, [cells(r) for r in pairs]) + [""]
         lines += [f"- {n}" for n in by_model(pairs)] + [""]
     if shapes:
-        lines += ["| " + " | ".join(SHAPE_HEADERS) + " |", "|" + "|".join("---" for _ in SHAPE_HEADERS) + "|"]
-        lines += ["| " + " | ".join(shape_cells(s, m, f)) + " |" for s, (m, f) in sorted(shapes.items())] + [""]
+        lines += section_table.markdown(SHAPE_HEADERS, [shape_cells(s, m, f) for s, (m, f) in sorted(shapes.items())])
+        lines += [""]
     if out:
         lines += ["Left out of the HTTP/2 workloads:", ""] + [f"- {o.server} ({o.model}): {o.reason}" for o in out]
         lines += [""]
     return lines
-
-
-def _table(headers: list[str], body: list[list[str]]) -> str:
-    head = "".join(f'<th class="{"num" if i >= 3 else ""}">{html.escape(h)}</th>' for i, h in enumerate(headers))
-    trs = "".join("<tr>" + "".join(f'<td class="{"num" if i >= 3 else ""}">{html.escape(x)}</td>'
-                                   for i, x in enumerate(r)) + "</tr>" for r in body)
-    return f'<div class="tablewrap"><table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
 def to_page(page: Any, results: Any) -> None:
@@ -169,9 +162,9 @@ def to_page(page: Any, results: Any) -> None:
     page.add(f'<p class="desc">{esc(NOTE)}</p>')
     if pairs:
         items = "".join(f"<li>{esc(n)}</li>" for n in by_model(pairs))
-        page.add(_table(HEADERS, [cells(r) for r in pairs]) + (f"<ul>{items}</ul>" if items else ""))
+        page.add(section_table.to_html(HEADERS, [cells(r) for r in pairs]) + (f"<ul>{items}</ul>" if items else ""))
     if shapes:
-        page.add(_table(SHAPE_HEADERS, [shape_cells(s, m, f) for s, (m, f) in sorted(shapes.items())]))
+        page.add(section_table.to_html(SHAPE_HEADERS, [shape_cells(s, m, f) for s, (m, f) in sorted(shapes.items())]))
     if out:
         page.add("<p>Left out of the HTTP/2 workloads:</p><ul>"
                  + "".join(f"<li>{esc(o.server)} ({esc(o.model)}): {esc(o.reason)}</li>" for o in out) + "</ul>")

@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import section_table
 from ..results.formatting import fmt_num, fmt_us
 from ..rules import tlsfigures
 
@@ -198,20 +199,12 @@ def markdown(results: Any) -> list[str]:
         return []
     lines = [f"## {TITLE}", "", NOTE, ""]
     if measured:
-        lines += ["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in measured] + [""]
+        lines += section_table.markdown(HEADERS, [cells(r) for r in measured]) + [""]
         lines += [f"- {n}" for n in by_model(measured) + notes(measured)]
         lines += [""] if lines[-1] != "" else []
     if out:
         lines += ["Left out of the TLS workloads:", ""] + [f"- {o.server} ({o.model}): {o.reason}" for o in out] + [""]
     return lines
-
-
-def _table(headers: list[str], body: list[list[str]]) -> str:
-    head = "".join(f'<th class="{"num" if i >= 3 else ""}">{html.escape(h)}</th>' for i, h in enumerate(headers))
-    trs = "".join("<tr>" + "".join(f'<td class="{"num" if i >= 3 else ""}">{html.escape(x)}</td>'
-                                   for i, x in enumerate(r)) + "</tr>" for r in body)
-    return f'<div class="tablewrap"><table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
 def to_page(page: Any, results: Any) -> None:
@@ -224,7 +217,7 @@ def to_page(page: Any, results: Any) -> None:
     page.add(f'<p class="desc">{esc(NOTE)}</p>')
     if measured:
         items = "".join(f"<li>{esc(n)}</li>" for n in by_model(measured) + notes(measured))
-        page.add(_table(HEADERS, [cells(r) for r in measured]) + (f"<ul>{items}</ul>" if items else ""))
+        page.add(section_table.to_html(HEADERS, [cells(r) for r in measured]) + (f"<ul>{items}</ul>" if items else ""))
     if out:
         page.add("<p>Left out of the TLS workloads:</p><ul>"
                  + "".join(f"<li>{esc(o.server)} ({esc(o.model)}): {esc(o.reason)}</li>" for o in out) + "</ul>")

@@ -5,9 +5,10 @@
 //! never waits for. It answers the server's SETTINGS and PING as a client
 //! must, so a server that closes it does so for the resets. Owns: the bytes
 //! of the shape and the scan of what comes back. May use: the protocol's
-//! preface, httlib-hpack (the one header block every stream reuses).
+//! framing (`http2`'s preface, frame header and types), httlib-hpack (the
+//! one header block every stream reuses).
 
-use crate::protocol::http2::PREFACE;
+use crate::protocol::http2::{frame_head, ACK, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PREFACE, RST_STREAM, SETTINGS};
 use httlib_hpack::Encoder;
 
 /// Streams opened and reset per connection in one burst.
@@ -17,20 +18,8 @@ pub const DEFAULT_INTERVAL: &str = "10ms";
 /// --noise-path's default for this shape.
 pub const DEFAULT_PATH: &str = "/";
 
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const END_STREAM_HEADERS: u8 = 0x1 | 0x4;
-const ACK: u8 = 0x1;
+const END_STREAM_HEADERS: u8 = END_STREAM | END_HEADERS;
 const CANCEL: u32 = 8;
-
-fn frame_head(out: &mut Vec<u8>, len: usize, ty: u8, flags: u8, stream: u32) {
-    let l = (len as u32).to_be_bytes();
-    out.extend_from_slice(&[l[1], l[2], l[3], ty, flags]);
-    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
-}
 
 /// The header block of every stream: `GET path` at `authority`, each field a
 /// literal without indexing (no state in the server's table, so one block

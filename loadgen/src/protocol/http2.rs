@@ -45,21 +45,21 @@ const ASSUMED_STREAMS: u32 = 100;
 /// HPACK's default dynamic table size (SETTINGS_HEADER_TABLE_SIZE).
 const TABLE_SIZE: u32 = 4_096;
 
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PUSH_PROMISE: u8 = 5;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const WINDOW_UPDATE: u8 = 8;
-const CONTINUATION: u8 = 9;
+pub(crate) const DATA: u8 = 0;
+pub(crate) const HEADERS: u8 = 1;
+pub(crate) const RST_STREAM: u8 = 3;
+pub(crate) const SETTINGS: u8 = 4;
+pub(crate) const PUSH_PROMISE: u8 = 5;
+pub(crate) const PING: u8 = 6;
+pub(crate) const GOAWAY: u8 = 7;
+pub(crate) const WINDOW_UPDATE: u8 = 8;
+pub(crate) const CONTINUATION: u8 = 9;
 
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x20;
+pub(crate) const END_STREAM: u8 = 0x1;
+pub(crate) const ACK: u8 = 0x1;
+pub(crate) const END_HEADERS: u8 = 0x4;
+pub(crate) const PADDED: u8 = 0x8;
+pub(crate) const PRIORITY: u8 = 0x20;
 
 /// Status of a request whose stream ended without a response: reset by the
 /// server (RST_STREAM), or refused by its GOAWAY.
@@ -142,7 +142,8 @@ pub struct Parsed2 {
     pub wrote: bool,
 }
 
-fn frame_head(out: &mut Vec<u8>, len: usize, ty: u8, flags: u8, stream: u32) {
+/// A frame's 9-byte header (RFC 9113 §4.1).
+pub(crate) fn frame_head(out: &mut Vec<u8>, len: usize, ty: u8, flags: u8, stream: u32) {
     let l = (len as u32).to_be_bytes();
     out.extend_from_slice(&[l[1], l[2], l[3], ty, flags]);
     out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
