@@ -196,9 +196,9 @@ class Session:
         try:
             if not srv.alive():
                 raise CounterError(f"server exited with code {srv.returncode()} before this tool")
-            before = read_counter(srv.url, ca=ca)
+            before = read_counter(srv.url, ca=ca, http2=p.http2 is not None)
             out = sampling.run(lambda: run_tool(exe, inv, self.opts.client_cpus))
-            after = read_counter(srv.url, ca=ca)
+            after = read_counter(srv.url, ca=ca, http2=p.http2 is not None)
             base.server_counted = answered(before, after)
         except CounterError as e:
             cell.status, cell.error = "failed", str(e)
