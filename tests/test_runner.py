@@ -342,10 +342,13 @@ def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.Monke
     from serverbench.verify import servers as vservers
     seen = {}
 
-    def fake_verify(url, m, *, workers, pid=None, only=None, tls=None):  # the real checks: test_verify*.py
+    def fake_verify(url, m, *, workers, pid=None, only=None, tls=None, h2=None):  # the real checks: test_verify*.py
         if only == ["tls"]:  # the second call, after the plaintext start stopped: py-ok is no tls row
             assert tls is None
             return [vf.CheckResult("tls", True, "not a tls row", skipped=True)]
+        if only == ["h2c", "h2"]:  # the third: py-ok is no h2 row either
+            assert h2 is None
+            return [vf.CheckResult(n, True, "not an h2 row", skipped=True) for n in only]
         seen.update(url=url, workers=workers, pid=pid)
         return [vf.CheckResult("root", True, "ok"), vf.CheckResult("file", False, "404")]
 
@@ -357,7 +360,7 @@ def test_verify_stores_verdict_with_sigterm_check(env, monkeypatch: pytest.Monke
     v = env["store"].verdict("py-ok")
     assert not v.passed and v.folder_hash == build.folder_hash(m)
     assert [(c["name"], c["passed"]) for c in v.checks] == [("root", True), ("file", False), ("sigterm", True),
-                                                            ("tls", True)]
+                                                            ("tls", True), ("h2c", True), ("h2", True)]
     # a failed verdict keeps the server out of runs, naming the failed check
     res = go(env, ["py-ok"], ["mini"], allow_unverified=False)
     assert "failed verification (file)" in env["store"].cells(res.run_id)[0].error

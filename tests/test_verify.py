@@ -87,10 +87,11 @@ def test_correct_server_passes_everything(server: Callable[..., Running]) -> Non
     results = verify(srv.url, pid=srv.pid)
     took = time.monotonic() - t0
     assert [r.name for r in results] == CHECKS
-    # a bare URL is no db, compress or tls row: those checks are skipped (test_verify_db.py, test_verify_tls.py run them)
+    # a bare URL is no db, compress, tls or h2 row: those checks are skipped (test_verify_db.py, test_verify_tls.py run them)
     failed = [f"{r.name}: {r.detail}" for r in results if not r.passed or r.skipped]
     assert failed == [f"{n}: not a db row" for n in DB_CHECKS] + ["compress: not a compress row",
-        "tls: not a tls row: it declares no tls_library in [choices] (SPEC.md, TLS)"], failed
+        "tls: not a tls row: it declares no tls_library in [choices] (SPEC.md, TLS)"] + [
+        f"{n}: not an h2 row: it declares no http2_library in [choices] (SPEC.md, HTTP/2)" for n in ("h2c", "h2")], failed
     assert took < 20, f"verify took {took:.1f} s"
     assert "1000 idle connections" in by_name(results)["idle-connections"].detail
 

@@ -163,7 +163,7 @@ def test_without_postgresql_a_db_rows_checks_are_skipped_naming_the_fix(monkeypa
 
 
 def test_db_checks_are_a_feature_gate_in_suite_order() -> None:
-    assert CHECKS[-len(DB_CHECKS) - 2:] == DB_CHECKS + ["compress", "tls"]  # the feature checks close the list
+    assert CHECKS[-len(DB_CHECKS) - 4:] == DB_CHECKS + ["compress", "tls", "h2c", "h2"]  # the feature checks close the list
     a = kinds.admission([{"name": n, "passed": False, "detail": f"{n} wrong"} for n in DB_CHECKS])
     assert a.admitted and list(a.features) == ["db"] and a.features["db"].check == "db"
     assert a.not_run_reason(["db"]) == "not run — db wrong (db)" and a.not_run_reason(["pipelining"]) is None

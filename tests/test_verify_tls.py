@@ -225,7 +225,9 @@ def test_verify_servers_runs_tls_after_the_plaintext_start(tmp_path: Path) -> No
     [v] = verify_servers([cat.servers["ref-tls"]], store, server_cpus=[0], allow_unavailable=False)
     res = {r.name: r for r in v.checks}
     assert res["tls"].passed and not res["tls"].skipped, res["tls"].detail
-    assert [r.name for r in v.checks][-1] == "tls" and res["sigterm"].passed
+    # tls after the plaintext start, then the h2 checks (skipped: the reference row declares no http2_library)
+    assert [r.name for r in v.checks][-3:] == ["tls", "h2c", "h2"] and res["sigterm"].passed
+    assert res["h2c"].skipped and res["h2"].skipped
     stored = {c["name"]: c for c in store.verdict("ref-tls").checks}
     assert stored["tls"]["passed"] and not stored["tls"]["skipped"]
 
