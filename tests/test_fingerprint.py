@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from serverbench.catalog.manifests import load_catalog
-from serverbench.rules.fingerprint import normalize
+from serverbench.rules.fingerprint import differs, measuring, measuring_code, normalize
 from serverbench.run.fingerprint import fingerprint
 
 REPORT_KEYS = ("cpu_model", "cores", "kernel", "os", "python", "server_cpus", "client_cpus",
@@ -35,3 +35,35 @@ def test_normalize_flattens_the_older_nested_layout() -> None:
     assert (fp["git_commit"], fp["git_dirty"]) == ("abc", True)
     assert fp["servers"]["s"]["version"] == "erl 26"
     assert "pinning" not in fp and "git" not in fp
+
+
+def test_measuring_code_ignores_words_tests_and_the_report_side() -> None:
+    tree = ["100644 blob aaa\tloadgen/src/main.rs", "100644 blob bbb\tserverbench/run/runner.py",
+            "100644 blob ccc\tREADME.md", "100644 blob ddd\tserverbench/exporters/to_html.py"]
+    base = measuring_code(tree)
+    # a commit touching only README and an exporter measures with the same code
+    assert measuring_code([tree[0], tree[1], "100644 blob xxx\tREADME.md",
+                           "100644 blob yyy\tserverbench/exporters/to_html.py"]) == base
+    # loadgen or the harness changed: other code; so does an uncommitted change to a measuring path
+    assert measuring_code(["100644 blob zzz\tloadgen/src/main.rs", *tree[1:]]) != base
+    assert measuring_code(tree, "diff --git a/loadgen/src/main.rs") != base
+    assert measuring("servers/c-epoll/server.c") and measuring("workloads/tfb-db.toml")
+    assert not measuring("docs/DESIGN.md") and not measuring("tests/test_study.py")
+
+
+def test_runs_compare_by_machine_and_measuring_code_else_by_commit() -> None:
+    here = {"cpu_model": "X", "cores": 2, "git_commit": "a" * 40, "measuring_code": "m1"}
+    assert differs({**here, "git_commit": "b" * 40}, here) is None  # same code, another commit
+    why = differs({**here, "measuring_code": "m2", "git_commit": "b" * 40}, here)
+    assert why is not None and why.startswith("measured by other code (commit bbbbbbbbbbbb")
+    assert "measured on Y with 2 cores" in (differs({**here, "cpu_model": "Y"}, here) or "")
+    # a run stored before measuring_code: its commit decides
+    old = {"cpu_model": "X", "cores": 2, "git_commit": "b" * 40}
+    assert differs(old, here) == f"measured at commit {'b' * 12}, this run at {'a' * 12}"
+    assert differs({**old, "git_commit": "a" * 40}, here) is None
+
+
+def test_the_fingerprint_carries_this_checkouts_measuring_code(servers_root: Path, make_server) -> None:
+    make_server("app")
+    fp = fingerprint([load_catalog(servers_root).servers["app"]], server_cpus=[0], client_cpus=[1])
+    assert isinstance(fp["measuring_code"], str) and len(fp["measuring_code"]) == 16

@@ -33,8 +33,9 @@ TLS_OUT = "serves no TLS here (tls_out): its framework has no TLS of its own"
 
 
 def _run(ms: Any, commit: str, workload: str, point: str, factors: dict[str, tuple[float, ...]],
-         skipped: dict[str, str], at: datetime) -> Any:
+         skipped: dict[str, str], at: datetime, code: str | None = None) -> Any:
     fp = {"cpu_model": "Fixture CPU", "cores": 2, "kernel": "6.1", "git_commit": commit, "git_dirty": False,
+          **({"measuring_code": code} if code else {}),
           "servers": {sid: {"language": "C", "model": m, "version": f"{sid} 1"} for sid, m in MODELS.items()}}
     run = ms.SyntheticRun(fp, {"workloads": [workload], "repeat": 3})
     rng = random.Random(3)
@@ -101,6 +102,23 @@ def test_the_profile_gathers_a_column_per_kind_measured_here(stored: tuple[Path,
     assert models["event-loop"].cells["plaintext"].median_place == 1.5
     assert models["event-loop"].cells["tls-json"].median_place == 1.5 and models["event-loop"].cells["tls-json"].rows == 2
     assert "actor" not in models  # gone-d, its only row, has no place anywhere: no median to give
+
+
+def test_a_run_at_another_commit_by_the_same_measuring_code_stands_beside(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit touching only words, tests or the report's side leaves runs comparable (a study spread
+    over sessions); one that changed the measuring code (loadgen, a row, the harness) does not."""
+    ms = load_fixture()
+    monkeypatch.setattr(ms, "SERVERS", {sid: ("Rust", m, "x", "native", 100_000, None) for sid, m in MODELS.items()})
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    with Store(tmp_path / "p.db") as store:
+        same = ms.write_run(store, _run(ms, ELSEWHERE, "prantl-wrk", "c=400", PLAIN, {}, at, code="m1"))
+        other = ms.write_run(store, _run(ms, ELSEWHERE, "tfb-db", "rate=80%", PLAIN, {}, at, code="m0"))
+        own = ms.write_run(store, _run(ms, HERE, "tls-json", "tls", TLS, {"slow-c": TLS_OUT}, at, code="m1"))
+        _, results = load(store, own)
+    p = results.profile
+    assert [(c.name, c.run_id) for c in p.columns] == [("plaintext", same), ("tls-json", own)]
+    assert len(p.left_out) == 1 and p.left_out[0].startswith(f"run {other} (tfb-db) left out: measured by other code")
 
 
 def test_every_format_opens_with_the_profile(stored: tuple[Path, list[int]], tmp_path: Path) -> None:

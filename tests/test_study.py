@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from serverbench.cli import app, steps, study
 from serverbench.exporters import report
 from serverbench.results.profile_columns import COLUMNS
+from serverbench.run.fingerprint import here
 from serverbench.run.lifecycle import MatrixResult
 from serverbench.store import Store
 
@@ -24,7 +25,7 @@ class _Runner:
 
     def __call__(self, store: Store, opts: Any, manifests: Any = None, workloads: Any = None, resume: Any = None,
                  **kw: Any) -> MatrixResult:
-        rid = resume if resume is not None else store.new_run({}, opts.to_dict())
+        rid = resume if resume is not None else store.new_run(here(), opts.to_dict())
         status = "interrupted" if len(self.calls) in self.interrupt else "finished"
         self.calls.append(("resume" if resume is not None else "new", rid,
                            None if resume is not None else [w.name for w in workloads]))
@@ -70,3 +71,27 @@ def test_study_plan_prints_the_planned_load_and_measures_nothing(tmp_path: Path,
     assert "planned load" in out.output and runner.calls == []
     for w in study.study_workloads():
         assert w in out.output
+
+
+def test_a_run_measured_by_other_code_or_elsewhere_does_not_meet_the_study(tmp_path: Path, monkeypatch) -> None:
+    """The report's profile leaves out a run measured on another machine or by other measuring code
+    (rules/fingerprint.differs), so the study measures that workload again rather than call it met; a
+    run by the same measuring code at another commit (words, tests, the report's side) is kept."""
+    db = tmp_path / "r.db"
+    now = here()
+    first, second, third = study.study_workloads()[:3]
+    opts = {"servers": ["c-epoll"], "repeat": 3, "split": "auto"}
+    with Store(db) as store:
+        for wl, fp in ((first, {**now, "git_commit": "0" * 40}),             # same code, a docs-only commit
+                       (second, {**now, "measuring_code": "other"}),          # loadgen or a row changed since
+                       (third, {**now, "cpu_model": "Another CPU"})):         # another machine
+            rid = store.new_run(fp, {**opts, "workloads": [wl]})
+            store.finish_run(rid, "finished")
+    runner = _Runner(interrupt=set())
+    monkeypatch.setattr(steps, "measure", runner)
+    out = CliRunner().invoke(app, ["study", "--plan", "--servers", "c-epoll", "--db", str(db)],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    lines = {ln.split("│")[1].strip(): ln for ln in out.output.splitlines() if ln.count("│") > 3}
+    assert "met by run 1" in lines[first]
+    assert "to measure" in lines[second] and "to measure" in lines[third]

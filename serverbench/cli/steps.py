@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import typer
 from rich.console import Console
@@ -133,12 +133,14 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = 
     return profiles
 
 
-def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: str) -> Table:
-    """The needs (rules/needs.Need) as a table: rows, repetitions, planned load, met / resumed / to measure."""
+def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: str,
+               keep: Callable[[Any], bool] | None = None) -> Table:
+    """The needs (rules/needs.Need) as a table: rows, repetitions, planned load, met / resumed / to measure
+    (by the stored runs `keep` allows, every run when None)."""
     t = Table(title=title, title_justify="left")
     for h in ("workload", "rows", "repetitions", "memory ceiling", "planned load", "stored", "for"):
         t.add_column(h, overflow="fold")
-    runs = store.runs()
+    runs = [r for r in store.runs() if keep is None or keep(r)]
     for n in needs:
         done, stopped = needs_rule.stored_for(runs, n)
         state = (f"met by run {done.id}" if done else f"resume run {stopped.id}" if stopped else "to measure")
@@ -148,16 +150,27 @@ def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: s
 
 
 def planned_seconds(needs: list[Any], full: bool) -> dict[str, float]:
-    """Planned load seconds per need: the workload's warm-up and points × rows × repetitions (server
-    starts and warm-up rounds to a steady rate come on top)."""
+    """Planned load seconds per need: the workload's warm-up and points × repetitions × the need's rows
+    that their manifests do not keep out of it (runner.declared_out: tls_out, http2_out, db_out, ...;
+    server starts and warm-up rounds to a steady rate come on top)."""
     from ..catalog import workloads as wl
+    from ..model import RunOptions
+    from ..run.runner import declared_out
     ws = wl.load_workloads()
-    return {n.workload: ws[n.workload].size(full).planned_seconds() * len(n.rows) * n.repeat for n in needs}
+    manifests = {m.id: m for m in selected(list(dict.fromkeys(r for n in needs for r in n.rows)))}
+    out = {}
+    for n in needs:
+        w, opts = ws[n.workload], RunOptions.from_dict(n.options())
+        rows = sum(1 for r in n.rows if declared_out(manifests[r], w, opts) is None)
+        out[n.workload] = w.size(full).planned_seconds() * rows * n.repeat
+    return out
 
 
-def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False) -> list[int]:
+def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False,
+                  keep: Callable[[Any], bool] | None = None) -> list[int]:
     """Measure every need (rules/needs.Need) not yet met by a stored run, resuming one interrupted for
-    it; the run ids used, in the needs' order. Before each run, a line with the runs left and the time
+    it; the run ids used, in the needs' order. `keep`: which stored runs may meet or be resumed for a
+    need (the study's: measured here by the same code), every run when None. Before each run, a line with the runs left and the time
     they are planned to take, scaled by how the runs measured so far compared with their plan (an ETA
     across runs; each run shows its own bar). Ctrl-C stops after storing the finished cells: `again`
     resumes."""
@@ -176,7 +189,7 @@ def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False) 
         if (busy := needs_rule.in_flight(store.runs(), need)) is not None:
             raise fail(f"{n.workload}: run {busy.id} is being measured by process "
                        f"{(busy.owner or '?').split('@')[0]}; wait for it or stop that process, then run this again", 1)
-        done, stopped = needs_rule.stored_for(store.runs(), need)
+        done, stopped = needs_rule.stored_for([r for r in store.runs() if keep is None or keep(r)], need)
         if done is not None:
             console.print(f"{n.workload}: already measured in run {done.id}")
             used.append(done.id)

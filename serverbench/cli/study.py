@@ -4,13 +4,14 @@ through the one runner (steps.measure_needs: met runs kept, an interrupted one r
 each run and a bar during it), then the report, which opens with the profile table.
 
 One run per workload, as `seeds --measure` does: a run stopped by Ctrl-C or a crash is resumed by the
-same command, and a workload a stored run already measured on these rows is not measured again.
+same command, and a workload a stored run already measured on these rows, here and by the same
+measuring code, is not measured again.
 """
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -34,6 +35,17 @@ def needs(rows: list[str], repeat: int) -> list[Any]:
     return [Need(w, tuple(rows), repeat, None, ("profile",)) for w in study_workloads()]
 
 
+def comparable_here() -> Callable[[Any], bool]:
+    """Which stored runs the study may keep: those its report's profile table will set beside a run
+    measured now (the same machine and measuring code, rules/fingerprint.differs), so a workload
+    "already measured" is never one the report then leaves out. A study spread over several sessions
+    keeps its runs across commits that touch only words, tests or the report's side."""
+    from ..rules.fingerprint import differs, normalize
+    from ..run.fingerprint import here
+    now = here()
+    return lambda run: differs(normalize(run.fingerprint), now) is None
+
+
 def study_cmd(servers: Optional[list[str]] = typer.Option(None, "--servers", "-s",
                                                           help="Server ids (repeatable or comma-separated); "
                                                                "default: every row."),
@@ -52,14 +64,15 @@ def study_cmd(servers: Optional[list[str]] = typer.Option(None, "--servers", "-s
     rows = [m.id for m in selected(ids)]
     wanted = needs(rows, repeat)
     planned = steps.planned_seconds(wanted, False)
+    keep = comparable_here()
     console.print(steps.plan_table(store, wanted, planned, f"the profile: {len(rows)} rows × "
-                                   f"{len(wanted)} workloads × {repeat} repetitions"))
+                                   f"{len(wanted)} workloads × {repeat} repetitions", keep))
     console.print(f"planned load {sum(planned.values()) / 60:.0f} min (server starts, warm-ups to a steady rate, "
                   "builds and verify come on top)")
     if plan_only:
         return
     t0 = time.monotonic()
-    used = steps.measure_needs(store, wanted, again="`serverbench study` (or `make study`)")
+    used = steps.measure_needs(store, wanted, again="`serverbench study` (or `make study`)", keep=keep)
     console.print(f"study measured in {(time.monotonic() - t0) / 60:.1f} min")
     if not used:
         raise fail("the study measured nothing: no row passed verify for any of its workloads", 1)

@@ -2,7 +2,8 @@
 profile_columns.COLUMNS, the stored run that measured its workload (pick_runs: the most rows, the
 newest among equals; the report's own run answers for the workloads it measured, so the table agrees
 with the sections below it), among the runs up to the report's own, on the same machine (CPU model,
-cores) and at the same commit as it; a run measured elsewhere is left out with one line saying so.
+cores) and measured by the same code (rules/fingerprint.differs: a commit touching only words, tests or
+the report's side keeps runs comparable); a run measured elsewhere is left out with one line saying so.
 Each cell: the row's place at the column's point (ranking.order's place range: rows the figure
 cannot order share one range, never an order inside the noise), the figure that point is ranked by
 (ranking.figure_stats) with its median's interval, or why the row has no figure there. One row per
@@ -17,7 +18,7 @@ from itertools import chain
 from typing import Any
 
 from ..catalog.kinds import FAILURES_MEASURED
-from ..rules.fingerprint import normalize
+from ..rules.fingerprint import differs, normalize
 from . import ranking
 from .aggregate import Group, PointData, RunResults
 from .pick_runs import StoredRuns
@@ -46,7 +47,6 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("did not run at verify", NOT_VERIFIED),  # admission.feature_unchecked
 )
 # what a machine is, for "the same machine": the fingerprint's fields (run/fingerprint.py)
-MACHINE = ("cpu_model", "cores")
 
 
 def reason_class(reason: str | None) -> str:
@@ -143,15 +143,8 @@ class Profile:
 
 def machine_differs(run: Any, here: dict[str, Any]) -> str | None:
     """Why a stored run is not comparable with the report's (`here`: its normal fingerprint): another
-    machine or another commit, in words; None when it is comparable."""
-    fp = normalize(run.fingerprint)
-    if any(fp.get(k) != here.get(k) for k in MACHINE):
-        return (f"measured on {fp.get('cpu_model') or '?'} with {fp.get('cores') or '?'} cores, this run on "
-                f"{here.get('cpu_model') or '?'} with {here.get('cores') or '?'}")
-    if fp.get("git_commit") != here.get("git_commit"):
-        return (f"measured at commit {str(fp.get('git_commit') or '?')[:12]}, this run at "
-                f"{str(here.get('git_commit') or '?')[:12]}")
-    return None
+    machine or other measuring code (rules/fingerprint.differs), in words; None when it is comparable."""
+    return differs(normalize(run.fingerprint), here)
 
 
 def gather(store: Any, run: Any, results: RunResults) -> Profile:

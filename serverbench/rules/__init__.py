@@ -4,7 +4,7 @@ stored cells. Nothing here starts a process, opens a socket or reads a file.
 warmup.py       warm-up to steady state: the rule, the one-second rounds that apply it, their figures
 cores.py        the cores sweep: the core counts, a sweep point's expansion, its figures and warnings
 shards.py       the exact merge of N shards' loadgen reports (counts, histograms, timelines, noise)
-fingerprint.py  a stored fingerprint's normal form, and the words for how its CPUs were split
+fingerprint.py  a stored fingerprint's normal form, the words for how its CPUs were split, when two runs compare
 tools.py        the load tools a cross-check can drive, and the rate of the server's own count
 tlsfigures.py   a TLS point's figures from loadgen's `tls` object, and the handshake figures a report reads
 saturation.py   the client-bound rule, once: a client at 90 % of the cores it could use limited the figures

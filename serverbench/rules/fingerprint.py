@@ -1,4 +1,5 @@
-"""A stored run's fingerprint read back: its normal form and the report's words for its CPU split.
+"""A stored run's fingerprint read back: its normal form, the report's words for its CPU split, and
+when two runs are comparable (the same machine and the same measuring code).
 
 Flat keys (cores, server_cpus, client_cpus, loadgen_version, git_commit, git_dirty, ...) as
 docs/DESIGN.md lists them; runs stored before 0.1.0's layout settled used nested
@@ -7,7 +8,51 @@ the fingerprint; run/split.py chooses the split this describes.
 """
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, Iterable
+
+# What must match for two runs' figures to stand in one table: the machine ...
+MACHINE = ("cpu_model", "cores")
+# ... and the code that measured them. A commit touching only these paths cannot change a figure a run
+# stores (words, tests, benches, CI, the published studies' data and the report's own side, which reads
+# stored cells): runs before and after it stay comparable, so a study measured over several sessions
+# keeps its earlier workloads. Everything else (loadgen, servers, workloads, the harness) counts.
+REPORT_SIDE = ("docs/", "tests/", "bench/", ".ci/", "seeds/", "README.md", "SPEC.md",
+               "serverbench/exporters/", "serverbench/charts/", "serverbench/seeds/")
+
+
+def measuring(path: str) -> bool:
+    """Whether a file at `path` (relative to the checkout) is part of the code that measures."""
+    return not path.startswith(REPORT_SIDE)
+
+
+def measuring_code(tree: Iterable[str], diff: str = "") -> str:
+    """One digest of the measuring code: `tree` the lines of `git ls-tree -r HEAD` (mode, type, object,
+    tab, path), `diff` the uncommitted changes to measuring paths (empty when clean)."""
+    h = hashlib.sha256()
+    for line in sorted(tree):
+        if "\t" in line and measuring(line.split("\t", 1)[1]):
+            h.update(line.encode() + b"\n")
+    h.update(diff.encode())
+    return h.hexdigest()[:16]
+
+
+def differs(fp: dict[str, Any], here: dict[str, Any]) -> str | None:
+    """Why a run with (normal) fingerprint `fp` cannot stand beside one with `here`, in words: another
+    machine, or other measuring code (the commit where either run predates `measuring_code`); None when
+    comparable."""
+    if any(fp.get(k) != here.get(k) for k in MACHINE):
+        return (f"measured on {fp.get('cpu_model') or '?'} with {fp.get('cores') or '?'} cores, this run on "
+                f"{here.get('cpu_model') or '?'} with {here.get('cores') or '?'}")
+    if fp.get("measuring_code") and here.get("measuring_code"):
+        if fp["measuring_code"] == here["measuring_code"]:
+            return None
+        return (f"measured by other code (commit {str(fp.get('git_commit') or '?')[:12]}, this run at "
+                f"{str(here.get('git_commit') or '?')[:12]}: loadgen, servers, workloads or harness differ)")
+    if fp.get("git_commit") != here.get("git_commit"):
+        return (f"measured at commit {str(fp.get('git_commit') or '?')[:12]}, this run at "
+                f"{str(here.get('git_commit') or '?')[:12]}")
+    return None
 
 
 def normalize(fp: dict[str, Any] | None) -> dict[str, Any]:
@@ -46,7 +91,7 @@ def describe_split(record: dict[str, Any] | None) -> str | None:
     return text + (f"; {record['db_note']}" if record.get("db_note") else "")
 
 
-__all__ = ["normalize", "describe_split"]
+__all__ = ["normalize", "describe_split", "differs", "measuring", "measuring_code", "MACHINE", "REPORT_SIDE"]
 
 
 def describe_database(facts: dict[str, Any] | None) -> str | None:

@@ -43,9 +43,23 @@ def git_state(repo: Path) -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
+    from ..rules.fingerprint import REPORT_SIDE, measuring_code
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    tree = git("ls-tree", "-r", "HEAD")
+    # uncommitted edits to measuring paths are part of what measured (report-side edits are not)
+    diff = git("diff", "HEAD", "--no-color", "--", ".", *(f":(exclude){p}" for p in REPORT_SIDE))
+    code = measuring_code(tree.splitlines(), diff) if tree is not None and diff is not None else None
+    return {"commit": commit, "dirty": bool(status) if status is not None else None, "measuring_code": code}
+
+
+def here() -> dict[str, Any]:
+    """This checkout on this machine, in the fingerprint's comparable keys (rules/fingerprint.differs):
+    which stored runs a new one would stand beside."""
+    from .. import paths
+    git = git_state(paths.REPO)
+    return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "git_commit": git["commit"],
+            "measuring_code": git["measuring_code"]}
 
 
 def _server_info(m: Any) -> dict[str, Any]:
@@ -85,6 +99,6 @@ def fingerprint(manifests: Iterable[Any], *, server_cpus: list[int] | None,
         "python": sys.version.split()[0],
         "server_cpus": server_cpus, "client_cpus": client_cpus,
         "loadgen_path": str(paths.loadgen_binary()), "loadgen_version": loadgen.version(),
-        "git_commit": git["commit"], "git_dirty": git["dirty"],
+        "git_commit": git["commit"], "git_dirty": git["dirty"], "measuring_code": git["measuring_code"],
         "servers": {m.id: _server_info(m) for m in manifests},
     }

@@ -349,6 +349,21 @@ def judge_in_run(report: Any, kind: str | None, size: Size, first: bool, seconds
 
 
 # -- admission ----------------------------------------------------------------------------------
+def declared_reason(m: Any, w: Workload) -> str | None:
+    """Why row `m`'s own manifest keeps it out of `w`'s database or CPU work (db_out, no db_* choices,
+    compress_out, no compression): known before anything is built or verified, so a plan can count it."""
+    choices = getattr(m, "choices", None)
+    if "db" in w.features and getattr(choices, "db_out", None):
+        return f"serves no database here (db_out): {choices.db_out}"
+    if "db" in w.features and not getattr(choices, "db", False):
+        return "not a db row: it declares no db_* choices (SPEC.md, Database endpoints)"
+    if "compress" in w.features and not getattr(choices, "compress", False):
+        out = getattr(choices, "compress_out", None)
+        return (f"serves no /compress here (compress_out): {out}" if out else
+                "not a compress row: it declares no compression in [choices] (SPEC.md, CPU work)")
+    return None
+
+
 class Gate:
     """Why a server cannot be measured (None = it can). `external`: a --target, not built, verified or
     started here; `remote` (--server-on-cluster): (manifest -> its ServerHost actor, server CPUs), so
@@ -370,19 +385,13 @@ class Gate:
         if m.id not in self.cache:
             self.cache[m.id] = self._reason(m)
         if self.cache[m.id] is None and w is not None:
-            if "db" in w.features and getattr(getattr(m, "choices", None), "db_out", None):
-                return f"serves no database here (db_out): {m.choices.db_out}"
-            if "db" in w.features and not getattr(getattr(m, "choices", None), "db", False):
-                return "not a db row: it declares no db_* choices (SPEC.md, Database endpoints)"
+            if (declared := declared_reason(m, w)) is not None:
+                return declared
             if "db" in w.features and not self.allow_unverified:
                 unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "db")
                 if unchecked is not None:
                     return unchecked
             choices = getattr(m, "choices", None)
-            if "compress" in w.features and not getattr(choices, "compress", False):
-                out = getattr(choices, "compress_out", None)
-                return (f"serves no /compress here (compress_out): {out}" if out else
-                        "not a compress row: it declares no compression in [choices] (SPEC.md, CPU work)")
             if "compress" in w.features and not self.allow_unverified:
                 unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "compress")
                 if unchecked is not None:
@@ -440,7 +449,7 @@ class Gate:
         return None
 
 
-__all__ = ["SAMPLE_INTERVAL", "LOOPBACK", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "rounds", "warm_up", "warmup_point",
+__all__ = ["SAMPLE_INTERVAL", "LOOPBACK", "Load", "PointLoad", "Sampling", "OwnCpu", "Gate", "declared_reason", "rounds", "warm_up", "warmup_point",
            "keeps_connections", "in_run_warmup_s", "warm_up_point", "judge_in_run",
            "steady_point", "calibration_point", "client_metrics", "usage_metrics", "loadgen_metrics",
            "over_time_metrics", "server_cpu_s"]

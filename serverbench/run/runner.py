@@ -99,6 +99,12 @@ def _protocol_reason(m: Any, w: Workload, opts: RunOptions) -> str | None:
     return tls_run.row_reason(m, w, opts) or h2_run.row_reason(m, w, opts)
 
 
+def declared_out(m: Any, w: Workload, opts: RunOptions) -> str | None:
+    """Why row `m`'s manifest alone keeps it out of `w` in a run with `opts` (the protocol it speaks, a
+    database or CPU work it declares out): what a plan can know before building and verifying."""
+    return _protocol_reason(m, w, opts) or measure.declared_reason(m, w)
+
+
 def _kind_reason(w: Workload, db: RunDatabase | None, opts: RunOptions) -> str | None:
     """Why a workload of this kind cannot run in this run (None: it can)."""
     if w.kind == "db-outage":
