@@ -452,6 +452,10 @@ DEFAULT_REPEAT = 3
 # its lowest median: below the client's ceiling and every member's own rate with room for their noise,
 # high enough that the servers work near their measured rate.
 FIXED_RATE_SHARE = 0.8
+# A rate chosen from the first repetitions is kept while it stays at most this share of every member's median
+# (a row joining later, or medians moving with more repetitions, within it); above, the rate falls to the
+# new plan's and the cells measured at the old one are measured again.
+FIXED_RATE_KEPT = 0.9
 
 
 @dataclass(frozen=True)
@@ -536,7 +540,7 @@ class CellRecord:
         return self.status == "ok"
 
 
-__all__ = ["UNFAIR_SHARE", "MachineSpeed", "Fairness", "DatabaseFigures", "FIXED_RATE_SHARE", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
+__all__ = ["UNFAIR_SHARE", "MachineSpeed", "Fairness", "DatabaseFigures", "FIXED_RATE_SHARE", "FIXED_RATE_KEPT", "FixedRatePlan", "LoadgenReport", "LoadgenSummary", "LoadgenHistograms", "Percentiles", "LoadgenFormatError",
            "CellMetrics", "Counts", "Latency", "Offered", "Client", "ServerUsage", "ServerOverTime", "MemoryLimit",
            "OverloadFigures", "SoakFigures", "Setup", "WarmupFigures", "NoiseFigures", "Timing", "Capacity", "Flat",
            "FigureGroup", "CapacityStep", "ToolRun", "RunOptions", "CellRecord", "CellKey", "DEFAULT_REPEAT"]

@@ -177,6 +177,41 @@ def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
     assert len([c for c in store.cells(again.run_id) if c.metrics.fixed_rate_of]) == 2
 
 
+def test_a_rate_lowered_by_a_later_plan_measures_the_earlier_cells_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After repetition 2 the plan needs a lower rate (a slower row joined): repetition 2's in-start cell,
+    measured at the first rate, is measured again at the new one; every stored fixed-rate cell ends at it."""
+    import os
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
+    import runfix
+    from serverbench.catalog import manifests as catalog, workloads as wl
+    from serverbench.model import RunOptions
+    from serverbench.run import fixed_rate, runner
+    from test_ranking import THROUGHPUT
+    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
+    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.5")
+    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "tp.toml").write_text(THROUGHPUT)
+    cat = catalog.load_catalog(runfix.SERVERS)
+    store = Store(tmp_path / "r.db")
+    cpus = sorted(os.sched_getaffinity(0))
+    opts = RunOptions(servers=["py-ok"], workloads=["tp"], repeat=3, allow_unverified=True,
+                      server_cpus=[cpus[0]], client_cpus=[cpus[-1]])
+    rates = [500.0, 300.0, 300.0]  # after rep 1, after rep 2, at the end
+
+    def finder(cells: list[CellRecord]) -> list[fixed_rate.FixedRatePlan]:
+        return [fixed_rate.FixedRatePlan("tp", "c=2", ("py-ok",), rates.pop(0))]
+    res = runner.run_matrix(store, opts, manifests=[cat.servers["py-ok"]],
+                            workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={}, order_blocks=finder)
+    fixed = {c.repetition: c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of}
+    assert sorted(fixed) == [1, 2, 3] and rates == []
+    assert {r: c.metrics.offered.target_rate for r, c in fixed.items()} == {1: 300.0, 2: 300.0, 3: 300.0}
+    assert fixed[3].metrics.timing.server_start_s is None  # rep 3: in its own start, at the new rate
+    assert fixed[2].metrics.timing.server_start_s is not None  # rep 2: measured again, a start of its own
+
+
 def test_sessions_are_not_judged_for_fairness() -> None:
     """A ramp's users that have not arrived yet count as waiting in loadgen's figures: not a finding."""
     from serverbench.model import LoadgenReport

@@ -86,7 +86,8 @@ def test_a_noisy_row_says_whether_its_cpu_per_request_moved_with_its_rate(tmp_pa
 
 def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point() -> None:
     """Issue 49: the step's point is measured right after the closed point in a planned row's own start,
-    at one rate per point for the whole run (the first plan's), rows planned later added."""
+    at one rate per point for the whole run (the first plan's while every member can hold it: at most
+    FIXED_RATE_KEPT of each one's median), rows planned later added."""
     from serverbench.catalog.workloads import Point
     from serverbench.model import FixedRatePlan
     from serverbench.run import fixed_rate
@@ -97,9 +98,11 @@ def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point
     ins.predict([])
     ins.predict([])
     plan = ins.plans[("w", "c=400")]
+    # c's plan (90,000: 0.8 of a median of 112,500) can still hold 100,000 (under 0.9 of it): kept
     assert (plan.servers, plan.rate) == (("a", "b", "c"), 100_000.0)
+    # d serves 100,000 (a plan of 80,000): it cannot hold 100,000, so the rate falls for every member
     assert ins.settle([FixedRatePlan("w", "c=400", ("d",), 80_000.0)])[0] == FixedRatePlan(
-        "w", "c=400", ("a", "b", "c", "d"), 100_000.0)
+        "w", "c=400", ("a", "b", "c", "d"), 80_000.0)
     closed = Point(label="c=400", mode="closed", connections=400, duration="5s")
     other = Point(label="c=64", mode="closed", connections=64, duration="5s")
     got = ins.extend(2, "a", "w", [closed, other], set())
@@ -109,3 +112,20 @@ def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point
     assert [p.label for p in ins.extend(2, "z", "w", [closed], set())] == ["c=400"]  # not planned
     done = {("a", "w", "c=400 at a fixed rate", 2)}
     assert [p.label for p in ins.extend(2, "a", "w", [closed], done)] == ["c=400"]  # measured already
+
+
+def test_cells_at_a_rate_since_lowered_are_measured_again() -> None:
+    """A row that joined the tie later lowered the rate: the fixed-rate cells measured at the old one are
+    not done (fixed_rate.stale), so the step measures them again at the plan's rate; the closed cells and
+    those at the plan's rate stay done."""
+    from serverbench.model import FixedRatePlan
+    from serverbench.run import fixed_rate
+    def fixed(server: str, rep: int, rate: float) -> CellRecord:
+        return _cell(server, rep, point="c=400 at a fixed rate", kind="efficiency", fixed_rate_of="c=400",
+                     target_rate=rate)
+    cells = [_closed("a", 2, 150_000.0), fixed("a", 2, 118_383.0), fixed("b", 2, 80_000.0), fixed("a", 3, 80_000.0)]
+    plans = [FixedRatePlan("w", "c=400", ("a", "b", "d"), 80_000.0)]
+    assert fixed_rate.stale(cells, plans) == {("a", "w", "c=400 at a fixed rate", 2)}
+    assert fixed_rate.stale(cells, [FixedRatePlan("w", "c=400", ("a", "b"), 118_383.0)]) == {
+        ("b", "w", "c=400 at a fixed rate", 2), ("a", "w", "c=400 at a fixed rate", 3)}
+    assert fixed_rate.stale(cells, []) == set()

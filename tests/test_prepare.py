@@ -26,6 +26,9 @@ def rows(servers_root: Path, make_server, sandbox_paths: Path, monkeypatch: pyte
     return {"go": go, **load_catalog(servers_root).servers}
 
 
+log_kw: list[tuple[Any, Any]] = []  # (features, recheck) of each fake verify_servers call
+
+
 def fake_verify(log: list[tuple[str, bool, bool]], failing: set[str], rows: dict[str, Any],
                 raise_at: str | None = None):
     """A verify_servers stand-in: logs (row, `slow` still building, a later pass), lets `slow`'s build
@@ -34,6 +37,7 @@ def fake_verify(log: list[tuple[str, bool, bool]], failing: set[str], rows: dict
     passes: dict[str, int] = {}
 
     def verify_servers(manifests: Iterable[Any], store: Any, **kw: Any) -> Iterator[ServerVerdict]:
+        log_kw.append((kw.get("features"), kw.get("recheck")))
         for m in manifests:
             assert build.is_built(m)  # never handed over before its build has ended
             building = not build.is_built(rows["slow"])
@@ -61,8 +65,10 @@ def test_rows_are_verified_while_others_build_and_failed_checks_again_after(
     # dev's check failed under the builds: verified again once they ended, and only that verdict shown
     assert [(row, building) for row, building, again in log if again] == [("dev", False)]
     out = capsys.readouterr().out
-    assert "verifying again now that the builds have ended" in out and "dev" in out
+    assert "verifying again the checks that failed, now that the builds have ended" in out and "dev" in out
     assert out.count("dev: PASS") == 1 and "bad-request" not in out
+    # the second pass runs only what failed (verify_servers' recheck); features reach both passes
+    assert log_kw[-2:] == [(None, False), (None, True)]
 
 
 def test_an_error_in_verify_stops_the_builds(rows: dict[str, Any], servers_root: Path, make_server,

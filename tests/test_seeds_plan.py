@@ -113,7 +113,7 @@ def test_measure_refuses_to_start_a_need_another_process_is_measuring(tmp_path: 
     store = Store(tmp_path / "r.db")
     need = plan.Need("prantl-wrk", ("c-epoll",))
     store.new_run({}, RunOptions.from_dict(need.options()).to_dict())  # 'running', owned by this live process
-    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st: ms)
+    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st, ws: ms)
     runner = _Runner(interrupt=set())
     monkeypatch.setattr(cli_run, "measure", runner)
     with pytest.raises(typer.Exit) as e:
@@ -170,7 +170,7 @@ def test_measure_skips_met_needs_resumes_an_interrupted_one_and_leaves_out_unver
     store = Store(tmp_path / "r.db")
     needs = [plan.Need("prantl-wrk", ("c-epoll", "nim")), plan.Need("stressgrid-overload", ("go-tcp",), 3, "1G")]
     # nim failed verify: only c-epoll is measured, and the stored run names c-epoll only
-    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st: [m for m in ms if m.id != "nim"])
+    monkeypatch.setattr(cli_run, "ready_rows", lambda ms, st, ws: [m for m in ms if m.id != "nim"])
     runner = _Runner(interrupt={1})
     monkeypatch.setattr(cli_run, "measure", runner)
     with pytest.raises(typer.Exit) as e:

@@ -38,7 +38,9 @@ def test_the_study_measures_each_profile_workload_once_resumes_and_writes_the_re
     db = tmp_path / "r.db"
     runner = _Runner(interrupt={2})
     written: list[int] = []
-    monkeypatch.setattr(steps, "ready_rows", lambda ms, st: [m for m in ms if m.id in ("c-epoll", "go-nethttp")])
+    verified_for: list[list[str]] = []  # the workloads whose features verify is asked to check
+    monkeypatch.setattr(steps, "ready_rows", lambda ms, st, ws: verified_for.append([w.name for w in ws]) or
+                        [m for m in ms if m.id in ("c-epoll", "go-nethttp")])
     monkeypatch.setattr(steps, "measure", runner)
     monkeypatch.setattr(report, "write_report", lambda store, rid, out: written.append(rid) or
                         type("P", (), {"html": "h", "markdown": "m", "csv": "c"})())
@@ -48,6 +50,7 @@ def test_the_study_measures_each_profile_workload_once_resumes_and_writes_the_re
     out = CliRunner().invoke(app, ["study", "--servers", "c-epoll,go-nethttp,nim", "--db", str(db)])
     assert out.exit_code == 130, out.output  # the third run was interrupted: the study stops there
     assert [c[2] for c in runner.calls] == [[w] for w in workloads[:3]]
+    assert verified_for == [workloads]  # verify checks what every study workload uses (TLS, HTTP/2, db, ...)
     assert "continues it" in out.output and written == []
     stored = Store(db).run(1).options
     # nim did not pass verify: the runs name the rows that did, at 3 repetitions

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -126,11 +127,12 @@ def test_no_server_is_a_failed_connection_not_a_crash() -> None:
 # -- through verify(): the start, its environment, and the skips ----------------------------------------
 
 
-def _recording_start(flaw: str, seen: list[tuple[dict[str, str], str]]):
+def _recording_start(flaw: str, seen: list[tuple[dict[str, str], str]], cleartext: bool = False):
+    """A start recording what it was given; `cleartext`: the server ignores $HTTP2=h2 (no TLS)."""
     @contextmanager
     def start(env: dict[str, str], mode: str) -> Iterator[str]:
         seen.append((dict(env), mode))
-        with _h2server(flaw, env) as port:
+        with _h2server(flaw, {k: v for k, v in env.items() if k != "HTTP2"} if cleartext else env) as port:
             yield f"http://127.0.0.1:{port}"
     return start
 
@@ -152,9 +154,31 @@ def test_h2_starts_with_the_certificate_and_needs_tls(material) -> None:
     """h2 gives the row $HTTP2=h2 and the RSA certificate's $TLS_*, and speaks TLS with ALPN h2: a row that
     answers cleartext HTTP/2 there fails the handshake."""
     seen: list = []
-    [res] = verify("http://127.0.0.1:1", H2_ROW, only=["h2"], h2=H2Start(material, _recording_start("none", seen)))
+    [res] = verify("http://127.0.0.1:1", H2_ROW, only=["h2"],
+                   h2=H2Start(material, _recording_start("none", seen, cleartext=True)))
     assert [mode for _, mode in seen] == ["h2"]
     assert seen[0][0] == {"HTTP2": "h2", **material.env("rsa")}
+    assert not res.passed and res.detail.startswith("h2: cannot open an HTTP/2 connection: TLS handshake"), \
+        res.detail
+
+
+@contextmanager
+def _start_h2server(flaw: str) -> Iterator[Any]:
+    def start(env: dict[str, str], mode: str) -> Iterator[str]:
+        with _h2server(flaw, env) as port:
+            yield f"https://127.0.0.1:{port}"
+    yield contextmanager(start)
+
+
+def test_h2_offers_what_loadgen_offers_tls_13_only(material) -> None:
+    """The h2 check's client offers TLS 1.3 alone, as loadgen's h2 points do: a server serving h2 over TLS 1.3
+    passes; one granting h2 only over TLS 1.2 (Undertow's shape: it wants a TLS 1.2 suite offered) fails the
+    handshake in one line instead of serving nothing in the run."""
+    with _start_h2server("none") as start:
+        [res] = verify("http://127.0.0.1:1", H2_ROW, only=["h2"], h2=H2Start(material, start))
+    assert res.passed, res.detail
+    with _start_h2server("h2-tls12-only") as start:
+        [res] = verify("http://127.0.0.1:1", H2_ROW, only=["h2"], h2=H2Start(material, start))
     assert not res.passed and res.detail.startswith("h2: cannot open an HTTP/2 connection: TLS handshake"), \
         res.detail
 

@@ -238,3 +238,66 @@ def test_naming_h2_to_a_client_that_offered_it_passes_and_is_said(material) -> N
     res = _tls_result(material, "alpn-h2")
     assert res.passed, res.detail
     assert "serves h2 to a client that offers it" in res.detail
+
+
+def test_a_verify_for_plain_loads_leaves_the_feature_checks_and_the_gate_says_so(tmp_path: Path) -> None:
+    """`make bench` measures plain HTTP/1.1: its verify (features=()) runs the measurement and robustness
+    checks only, starts the row once (no TLS start, no certificates), and stores a verdict without the
+    feature checks; a TLS workload then keeps the row out, naming the fix, until a full verify ran tls."""
+    from serverbench.catalog.workloads import load_workloads
+    from serverbench.rules.admission import KINDS, checks_for
+    from serverbench.run.measure import Gate
+    from serverbench.store import Store
+    (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
+    (tmp_path / "servers" / "ref-tls" / "server.toml").write_text(
+        REF_TOML.format(python=sys.executable, refserver=REFSERVER))
+    m = catalog.load_catalog(tmp_path / "servers").servers["ref-tls"]
+    store = Store(tmp_path / "r.db")
+    [v] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=())
+    names = [r.name for r in v.checks]
+    assert v.passed and names == [n for n in checks_for((), names)] and "root" in names and "smuggling" in names
+    assert not any(KINDS[n].kind == "feature" for n in names if n in KINDS), names
+    assert not {"tls", "h2", "h2c", "pipeline", "db", "compress"} & set(names)
+    ws = load_workloads()
+    gate = Gate(store, allow_unverified=False)
+    assert gate.reason(m, ws["prantl-wrk"]) is None
+    assert gate.reason(m, ws["tls-json"]) == ("its tls checks did not run at verify; fix: "
+                                              "`serverbench verify ref-tls`")
+    assert gate.reason(m, ws["tfb-plaintext"]).startswith("its pipelining checks did not run at verify")
+    # a full verify runs them, and the row is admitted to the TLS workloads
+    [v] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False)
+    assert {"tls", "pipeline"} <= {r.name for r in v.checks}
+    assert Gate(store, allow_unverified=False).reason(m, ws["tls-json"]) is None
+
+
+def test_checks_for_keeps_measurement_and_robustness_and_the_features_asked() -> None:
+    from serverbench.rules.admission import checks_for
+    names = ["root", "keepalive", "pipeline", "http10", "db", "queries", "tls", "h2c", "h2", "smuggling", "compress"]
+    assert checks_for(None, names) == names
+    assert checks_for((), names) == ["root", "keepalive", "smuggling"]
+    assert checks_for({"tls", "pipelining"}, names) == ["root", "keepalive", "pipeline", "tls", "smuggling"]
+    assert checks_for({"db", "h2c"}, names) == ["root", "keepalive", "db", "queries", "h2c", "smuggling"]
+
+
+def test_a_recheck_runs_only_what_the_stored_verdict_failed(tmp_path: Path) -> None:
+    """prepare.py's second pass: the checks the row failed under the builds' load run again, the rest of its
+    verdict stands as stored (here marked, to see it was not run again)."""
+    from serverbench.store import Store
+    (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
+    (tmp_path / "servers" / "ref-tls" / "server.toml").write_text(
+        REF_TOML.format(python=sys.executable, refserver=REFSERVER))
+    m = catalog.load_catalog(tmp_path / "servers").servers["ref-tls"]
+    store = Store(tmp_path / "r.db")
+    [first] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=())
+    assert first.passed
+    checks = [{**c, "detail": "as stored"} for c in store.verdict("ref-tls").checks]
+    for c in checks:
+        if c["name"] == "date":
+            c.update(passed=False, detail="no Date within 3 s")
+    store.record_verdict("ref-tls", False, checks, None)
+    [v] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=(), recheck=True)
+    by = {r.name: r for r in v.checks}
+    assert v.passed and [r.name for r in v.checks] == [c["name"] for c in checks]
+    assert by["date"].passed and by["date"].detail != "as stored"  # run again, and it passes
+    assert by["root"].detail == "as stored" and by["sigterm"].detail != "as stored"  # kept; the start's own
+    assert [c["name"] for c in store.verdict("ref-tls").checks] == [c["name"] for c in checks]

@@ -252,8 +252,8 @@ def bench_cmd(full: bool = typer.Option(False, "--full/--quick", help="Full size
     from ..model import RunOptions
     from ..exporters.report import write_report
     store = open_store(db)
-    ready = ready_rows(selected(None), store)
     chosen = wl.select(wl.load_workloads(), BENCH_WORKLOADS)
+    ready = ready_rows(selected(None), store, chosen)
     passed = [m.id for m in ready]
     opts = RunOptions(servers=passed, workloads=BENCH_WORKLOADS, repeat=repeat, full=full, split="auto")
     result = measure(store, opts, manifests=ready, workloads=chosen)

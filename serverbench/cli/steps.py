@@ -19,12 +19,15 @@ from .common import fail, selected
 from .console import console, err_console as err
 
 
-def ready_rows(manifests: list[Any], store: Any) -> list[Any]:
+def ready_rows(manifests: list[Any], store: Any, workloads: list[Any] | None = None) -> list[Any]:
     """verify/prepare.py's build-then-verify on the CLI's consoles: the rows that may be measured;
-    exits 1 in one line when none passed."""
+    exits 1 in one line when none passed. `workloads`: what will be measured, whose features' checks
+    alone run (every check when None)."""
+    from ..rules.admission import workload_features
     from ..verify.prepare import NothingPassed, prepare
+    features = None if workloads is None else {f for w in workloads for f in workload_features(w)}
     try:
-        return prepare(manifests, store, console, err)
+        return prepare(manifests, store, console, err, features)
     except NothingPassed as e:
         raise fail(str(e), 1) from None
 
@@ -175,7 +178,9 @@ def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False,
     across runs; each run shows its own bar). Ctrl-C stops after storing the finished cells: `again`
     resumes."""
     rows = list(dict.fromkeys(r for n in needs for r in n.rows))
-    ready = {m.id: m for m in ready_rows(selected(rows), store)}
+    from ..catalog import workloads as wl
+    ready = {m.id: m for m in ready_rows(selected(rows), store,
+                                         wl.select(wl.load_workloads(), [n.workload for n in needs]))}
     planned = planned_seconds(needs, full)
     used: list[int] = []
     eta = _Eta(sum(planned.values()))

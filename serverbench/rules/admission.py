@@ -174,10 +174,11 @@ def not_run(v: Any | None, w: Any, tool: str | None = None) -> str | None:
     return admission(v.checks, v.passed).not_run_reason(workload_features(w, tool))
 
 
-def feature_unchecked(v: Any | None, feature: str) -> str | None:
+def feature_unchecked(v: Any | None, feature: str, row: str | None = None) -> str | None:
     """Why a row is left out of a workload using `feature` although it failed none of its checks: they
-    were skipped or absent at its verify (the db checks without PostgreSQL). None: they ran (or the row
-    was never verified, which the gate judges on its own)."""
+    were skipped or absent at its verify (the db checks without PostgreSQL; every feature check a
+    `make bench` verify leaves out, as its workload uses none). None: they ran (or the row was never
+    verified, which the gate judges on its own). `row`: its id, for the fix."""
     if v is None:
         return None
     names = [n for n, k in KINDS.items() if k.kind == "feature" and k.feature == feature]
@@ -186,6 +187,28 @@ def feature_unchecked(v: Any | None, feature: str) -> str | None:
         c = ran.get(n)
         if c is None or c.get("skipped"):
             why = f" ({c.get('detail')})" if c is not None and c.get("detail") else ""
-            return f"its {feature} checks did not run at verify{why}; fix: verify it again where they can run"
+            fix = f"`serverbench verify {row}`" if row else "verify it again where they can run"
+            return f"its {feature} checks did not run at verify{why}; fix: {fix}"
     return None
 
+
+def checks_for(features: Iterable[str] | None, names: Iterable[str]) -> list[str]:
+    """Of the checks `names`, those a verify for loads using `features` runs (all when None): every
+    measurement and robustness check, and the feature checks of those features only. `make bench`
+    measures plain HTTP/1.1: its verify leaves the TLS, HTTP/2, database and CPU-work checks (each a
+    start of its own, the database a PostgreSQL) to a verify for the workloads that use them."""
+    if features is None:
+        return list(names)
+    fs = set(features)
+    return [n for n in names if kind_of(n).kind != "feature" or kind_of(n).feature in fs]
+
+
+# A feature a row serves only when its [choices] declare it (SPEC.md); every row serves the others
+# (pipelining, HTTP/1.0).
+_DECLARED_BY = {"db": "db", "compress": "compress", "tls": "tls", "h2": "h2", "h2c": "h2"}
+
+
+def serves_feature(m: Any, feature: str) -> bool:
+    """Whether row `m`'s manifest says it serves `feature` (so its checks must have run to admit it)."""
+    attr = _DECLARED_BY.get(feature)
+    return True if attr is None else bool(getattr(getattr(m, "choices", None), attr, False))

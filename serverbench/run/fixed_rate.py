@@ -18,7 +18,8 @@ The step runs inside the run (resumable like every cell: stored cells are skippe
 and `serverbench run` give the same answer. From the second repetition on, a row the cells so far plan
 for measures its fixed-rate point in its own start, right after the closed point (`InStart`); what is
 left (the first repetition, rows that joined the plan later) gets starts of its own at the end, at the
-same rate. Which rows form a block is the aggregation's rule, so the
+same rate (lowered, and its earlier cells measured again, when a row that joined later needs a lower one).
+Which rows form a block is the aggregation's rule, so the
 CLI hands the runner a `BlockFinder` (results/aggregate.fixed_rate_plans); run/ imports nothing
 from results/.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..catalog.workloads import Point, Size, Workload
-from ..model import CellRecord, FixedRatePlan, RunOptions
+from ..model import FIXED_RATE_KEPT, FIXED_RATE_SHARE, CellRecord, FixedRatePlan, RunOptions
 from . import measure
 from .events import CellStarted, Listener
 
@@ -75,27 +76,33 @@ class InStart:
     stored cells give so far (`finder`: a client-bound block forms from one repetition, a tie from two),
     and in the later repetitions each planned row's start measures its fixed-rate point right after the
     closed point it orders, with the brief warm-up (the start is warm), instead of a start of its own.
-    One rate per point for the whole run: the first plan's, kept when later plans add rows."""
+    One rate per point for the whole run, below every member's median: a later plan whose rows need a
+    lower rate (a row that joined the tie serves less than the first members) lowers it, and the cells
+    measured at the higher rate are measured again at the end (`stale`), never mixed with the others."""
 
     def __init__(self) -> None:
         self.finder: BlockFinder | None = None
         self.plans: dict[tuple[str, str], FixedRatePlan] = {}
 
     def predict(self, cells: list[CellRecord]) -> None:
-        """The plans so far, merged into the ones made before (their rate kept, rows added)."""
+        """The plans so far, merged into the ones made before (rows added, the lower rate kept)."""
         if self.finder is None:
             return
         for plan in self.settle(self.finder(cells)):
             self.plans[(plan.workload, plan.point)] = plan
 
     def settle(self, plans: list[FixedRatePlan]) -> list[FixedRatePlan]:
-        """`plans` at the rate already chosen for their point, with the rows planned before added."""
+        """`plans` with the rows planned before added, each at the rate chosen before while every member,
+        old or new, can hold it (FIXED_RATE_KEPT of the lowest median), else at its own lower rate."""
         out = []
         for plan in plans:
             before = self.plans.get((plan.workload, plan.point))
             if before is not None:
                 rows = tuple(sorted(set(before.servers) | set(plan.servers)))
-                plan = FixedRatePlan(plan.workload, plan.point, rows, before.rate)
+                # plan.rate is FIXED_RATE_SHARE of its lowest median: keep the earlier rate while every
+                # member can hold it, so medians moving a little do not send the measured cells back
+                kept = before.rate <= plan.rate / FIXED_RATE_SHARE * FIXED_RATE_KEPT
+                plan = FixedRatePlan(plan.workload, plan.point, rows, before.rate if kept else plan.rate)
             out.append(plan)
         return out
 
@@ -110,6 +117,20 @@ class InStart:
                     (server, workload, label(p.label), rep) not in done:
                 out.append(fixed_point(p, plan.rate))
         return out
+
+
+def stale(cells: list[CellRecord], plans: list[FixedRatePlan]) -> set[tuple[str, str, str, int]]:
+    """The keys of fixed-rate cells measured at another rate than their point's plan has now (the rate
+    fell when a slower row joined): not done, so the step measures them again at the plan's rate, and
+    the new cell replaces the old one (store.record_cell)."""
+    rate = {(p.workload, p.point): float(round(p.rate)) for p in plans}
+    out = set()
+    for c in cells:
+        of = c.metrics.fixed_rate_of
+        want = rate.get((c.workload, of)) if of else None
+        if want is not None and c.metrics.offered.target_rate not in (None, want):
+            out.add((c.server, c.workload, c.point, c.repetition))
+    return out
 
 
 def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
@@ -132,4 +153,4 @@ def run_step(runner: Runner, plans: list[FixedRatePlan]) -> None:
         runner.run_start(rep, manifests[sid], w, runner.size(w), [fp], None, log, {"fixed_rate_of": plan.point})
 
 
-__all__ = ["SUFFIX", "BlockFinder", "Runner", "InStart", "label", "of_label", "fixed_point", "run_step"]
+__all__ = ["SUFFIX", "BlockFinder", "Runner", "InStart", "label", "of_label", "fixed_point", "run_step", "stale"]

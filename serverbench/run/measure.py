@@ -387,20 +387,10 @@ class Gate:
         if self.cache[m.id] is None and w is not None:
             if (declared := declared_reason(m, w)) is not None:
                 return declared
-            if "db" in w.features and not self.allow_unverified:
-                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "db")
-                if unchecked is not None:
-                    return unchecked
-            choices = getattr(m, "choices", None)
-            if "compress" in w.features and not self.allow_unverified:
-                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "compress")
-                if unchecked is not None:
-                    return unchecked
-            # a tls row's tls check must have run (rows without tls_library: tls_run.row_reason says why)
-            tls_row = getattr(getattr(m, "choices", None), "tls", False)
-            if "tls" in w.features and tls_row and not self.allow_unverified:
-                unchecked = kinds.feature_unchecked(self.store.verdict(m.id), "tls")
-                if unchecked is not None:
+            # a feature the row serves must have been checked (a make bench verify checks none of them)
+            for f in kinds.workload_features(w, tool) if not self.allow_unverified else ():
+                if kinds.serves_feature(m, f) and (unchecked := kinds.feature_unchecked(
+                        self.store.verdict(m.id), f, m.id)) is not None:
                     return unchecked
             return kinds.not_run(self.store.verdict(m.id), w, tool)
         return self.cache[m.id]

@@ -492,8 +492,11 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         runner.in_start.finder = order_blocks
         runner.run(plan)
         if order_blocks is not None:
-            runner.done = store.done_keys(run_id)  # what the plan measured, the step's in-start points too
-            fixed_rate.run_step(runner, runner.in_start.settle(order_blocks(store.cells(run_id))))
+            cells = store.cells(run_id)
+            plans = runner.in_start.settle(order_blocks(cells))
+            # what the plan measured, the step's in-start points too, less those at a rate since lowered
+            runner.done = store.done_keys(run_id) - fixed_rate.stale(cells, plans)
+            fixed_rate.run_step(runner, plans)
     return result[0]
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
 
 from ..catalog import build, doctor, install
+from ..rules.admission import KINDS
 from .show import verify_and_show
 
 # Builds go beside verify at this much lower priority: verify's servers and checks run first, as on a
@@ -26,7 +27,8 @@ class NothingPassed(Exception):
     """No row passed verify: there is nothing to measure."""
 
 
-def prepare(manifests: list[Any], store: Any, out: Console | None = None, err: Console | None = None) -> list[Any]:
+def prepare(manifests: list[Any], store: Any, out: Console | None = None, err: Console | None = None,
+            features: Iterable[str] | None = None) -> list[Any]:
     """What `bench` and `seeds --measure` do before measuring: install the missing toolchains (as
     root; otherwise print the commands), build, verify; the manifests that passed, each one left out
     said in one line on `out`. NothingPassed when none passed.
@@ -35,7 +37,9 @@ def prepare(manifests: list[Any], store: Any, out: Console | None = None, err: C
     2-core machine a fresh clone's builds took 7.2 min and verify 4.5 min one after the other, and
     the cargo rows (one at a time on their shared target) kept the builds going long after most rows
     were built. A check's time limit could still be missed under the builds' load, so a row with any
-    failed check is verified again once the builds have ended, and that verdict is the one shown."""
+    failed check is verified again once the builds have ended, and that verdict is the one shown.
+    `features`: what the loads to be measured use; only those feature checks run (all when None), and a
+    line says which were left to `serverbench verify`."""
     out, err = out or Console(), err or Console(stderr=True)
     if doctor.is_root():
         for line in install.install_missing(manifests, dry_run=False):
@@ -49,17 +53,22 @@ def prepare(manifests: list[Any], store: Any, out: Console | None = None, err: C
         if m not in avail:
             out.print(f"[yellow]skip {m.id}: toolchain unavailable[/]")
     held: list[str] = []
+    if features is not None:
+        left = sorted({k.feature for k in KINDS.values() if k.kind == "feature" and k.feature} - set(features))
+        out.print(f"[dim]verify runs the checks these loads need; the {', '.join(left)} checks are left to "
+                  f"`serverbench verify` (a workload using one keeps a row out until they have run)[/]")
     built = _built_as_they_end(avail, out, err)
     try:
         passed, failed = verify_and_show(avail, store, server_cpus=None, allow_unavailable=True, compact=True,
-                                         stream=built, held=held, out=out, err=err)
+                                         stream=built, held=held, out=out, err=err, features=features)
     finally:
         built.close()  # on an error or Ctrl-C in verify: the builds stopped now, not when collected
     if held:
-        out.print(f"[dim]verifying again now that the builds have ended (a check may miss its time limit "
-                  f"under their load): {', '.join(held)}[/]")
+        out.print(f"[dim]verifying again the checks that failed, now that the builds have ended (a check may "
+                  f"miss its time limit under their load): {', '.join(held)}[/]")
         p2, f2 = verify_and_show([m for m in avail if m.id in held], store, server_cpus=None,
-                                 allow_unavailable=True, compact=True, out=out, err=err)
+                                 allow_unavailable=True, compact=True, out=out, err=err, features=features,
+                                 recheck=True)
         passed, failed = passed + p2, failed + f2
     if failed:
         out.print(f"[yellow]not measured (failed verify): {', '.join(failed)}[/]")

@@ -17,7 +17,7 @@ from ..processes import supervisor
 from ..tls.certs import make_material
 from .base import CheckResult
 from .dbsetup import DbSetup
-from ..rules.admission import Admission, admission
+from ..rules.admission import Admission, admission, checks_for
 from .suite import CHECKS, H2_CHECKS, TLS_CHECKS, h2_of, is_db_row, tls_of, verify
 from .h2check import H2Start
 from .tlscheck import TlsStart
@@ -40,17 +40,23 @@ class ServerVerdict:
 
 
 def verify_servers(manifests: Iterable[Any], store: Any, *, server_cpus: list[int] | None,
-                   allow_unavailable: bool, db: DbSetup | None = None) -> Iterator[ServerVerdict]:
+                   allow_unavailable: bool, db: DbSetup | None = None,
+                   features: Iterable[str] | None = None, recheck: bool = False) -> Iterator[ServerVerdict]:
     """Verify each server in turn and record its verdict in `store` (not for unverifiable ones).
     `db` (dbsetup.database_for): the database a db row is started with ($DATABASE_URL, rowenv.py)
-    and its db checks use; without one a db row's db checks are skipped, saying why."""
+    and its db checks use; without one a db row's db checks are skipped, saying why. `features`: only
+    the feature checks of these (admission.checks_for; every check when None); the others are absent
+    from the verdict, so a workload using one keeps the row out until a verify runs it. `recheck`: run
+    only the checks the row's stored verdict failed, the others kept from it (prepare.py's second pass,
+    after a check may have missed its time limit under the builds' load)."""
     db = db or DbSetup(problem="no database given to verify")
     if server_cpus is None:
         server_cpus = supervisor.default_cpu_split()[0]
     with ExitStack() as stack:
         # the tls check's certificates: made once per verify, at the first tls row, removed at the end
         folder = _LazyFolder(stack)
-        yield from _each(manifests, store, server_cpus, allow_unavailable, db, folder)
+        yield from _each(manifests, store, server_cpus, allow_unavailable, db, folder,
+                         checks_for(features, CHECKS), recheck)
 
 
 class _LazyFolder:
@@ -94,9 +100,22 @@ def _h2_start(m: Any, folder: _LazyFolder, cpus: list[int], workers: int,
     return H2Start(material, start)
 
 
+def _failed_of(store: Any, server: str, checks: list[str]) -> tuple[list[str], list[dict]]:
+    """(the checks of `checks` the row's stored verdict failed, that verdict's checks); every check and
+    none kept when there is no verdict or the row did not start (its checks never ran)."""
+    v = store.verdict(server)
+    failed = {str(c.get("name")) for c in (v.checks if v is not None else []) if not c.get("passed") and not c.get("skipped")}
+    if v is None or "starts" in failed:
+        return checks, []
+    return [c for c in checks if c in failed or (c == "sigterm" and "sigterm" in failed)], list(v.checks)
+
+
 def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_unavailable: bool, db: DbSetup,
-          tls_folder: _LazyFolder) -> Iterator[ServerVerdict]:
+          tls_folder: _LazyFolder, all_checks: list[str], recheck: bool) -> Iterator[ServerVerdict]:
     for m in manifests:
+        checks, kept = _failed_of(store, m.id, all_checks) if recheck else (all_checks, [])
+        plain, tls_checks, h2_checks = ([c for c in group if c in checks]
+                                        for group in (PLAIN_CHECKS, TLS_CHECKS, H2_CHECKS))
         a = doctor.check(m, "run")
         if not a.available:
             msg = f"unavailable ({a.reason or 'missing ' + ', '.join(a.missing)})"
@@ -111,12 +130,13 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
         results: list[CheckResult] = []
         srv = None
         workers = m.workers or len(server_cpus)  # run_server's rule, needed first for $DB_POOL
-        env = rowenv.row_env(db.target.url, m, workers) if db.target is not None and is_db_row(m) else None
-        # the database only for a db row: the others' db checks are skipped as "not a db row" anyway
-        dbkw: dict[str, Any] = {"db": db.target, "db_problem": db.problem} if is_db_row(m) else {}
+        # the database only for a db row whose db checks run: the others' are skipped ("not a db row") or absent
+        db_row = is_db_row(m) and "db" in checks
+        env = rowenv.row_env(db.target.url, m, workers) if db.target is not None and db_row else None
+        dbkw: dict[str, Any] = {"db": db.target, "db_problem": db.problem} if db_row else {}
         try:
             with supervisor.run_server(m, cpus=server_cpus, workers=workers, extra_env=env) as srv:
-                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, only=PLAIN_CHECKS, **dbkw))
+                results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, only=plain, **dbkw))
         except supervisor.ServerStartError as e:
             results.append(CheckResult("starts", False, str(e).splitlines()[0]))
         if srv is not None:
@@ -125,12 +145,17 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
                 "sigterm", clean,
                 "exited within 5 s of SIGTERM" if clean else "did not exit within 5 s of SIGTERM (killed)"))
             # after the plaintext start has stopped: the same row again, serving TLS on a port of its own
-            tls = _tls_start(m, tls_folder, server_cpus, workers, env) if tls_of(m)[0] else None
-            results += verify(srv.url, m, workers=srv.workers, only=TLS_CHECKS, tls=tls)
-            h2 = _h2_start(m, tls_folder, server_cpus, workers, env) if h2_of(m)[0] else None
-            results += verify(srv.url, m, workers=srv.workers, only=H2_CHECKS, h2=h2)
-        checks = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
+            tls = _tls_start(m, tls_folder, server_cpus, workers, env) if tls_of(m)[0] and tls_checks else None
+            results += verify(srv.url, m, workers=srv.workers, only=tls_checks, tls=tls)
+            h2 = _h2_start(m, tls_folder, server_cpus, workers, env) if h2_of(m)[0] and h2_checks else None
+            results += verify(srv.url, m, workers=srv.workers, only=h2_checks, h2=h2)
+        if kept:  # a recheck: the checks run again replace theirs, the rest stand as they were
+            again = {r.name: r for r in results}
+            results = [again.get(str(c.get("name"))) or CheckResult(str(c.get("name")), bool(c.get("passed")),
+                                                                    str(c.get("detail") or ""), bool(c.get("skipped")))
+                       for c in kept]
+        stored = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
                   for r in results]
-        ok = admission(checks).admitted
-        store.record_verdict(m.id, ok, checks, fh)
+        ok = admission(stored).admitted
+        store.record_verdict(m.id, ok, stored, fh)
         yield ServerVerdict(m.id, ok, results)

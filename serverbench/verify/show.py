@@ -73,23 +73,28 @@ def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] 
                     why: dict[str, str] | None = None, db_url: str | None = None,
                     stream: Iterable[Any] | None = None,
                     held: list[str] | None = None, out: Console | None = None,
-                    err: Console | None = None) -> tuple[list[str], list[str]]:
+                    err: Console | None = None,
+                    features: Iterable[str] | None = None, recheck: bool = False) -> tuple[list[str], list[str]]:
     """Verify, print each verdict as it comes; (passed ids, failed ids) — skipped ones in neither.
     `why`, when given, receives each failed id's failed checks (or its problem), for a summary line.
     When a db row is among them, one PostgreSQL serves them all: the harness's own, or `db_url`'s
     (a DatabaseError names what that one lacks). `stream`: `manifests` (or some of them) in the
     order they become ready to verify (each as its build ends); `held`: a verdict with a failed check
     is not shown or counted but its id appended there, to be verified again (prepare.py). `out`, `err`:
-    where the verdicts and the database's problems are printed (the CLI's consoles)."""
+    where the verdicts and the database's problems are printed (the CLI's consoles). `features`: only
+    those features' checks run (verify_servers; all when None): without db among them, no PostgreSQL.
+    `recheck`: only the checks each row's stored verdict failed run again (verify_servers)."""
     out, err = out or Console(), err or Console(stderr=True)
     passed: list[str] = []
     failed: list[str] = []
     cpus = server_cpus if server_cpus is not None else supervisor.default_cpu_split()[0]
-    with database_for(manifests, cpus, db_url) as db:
+    db_rows = manifests if features is None or "db" in features else []
+    with database_for(db_rows, cpus, db_url) as db:
         for line in filter(None, (db.problem, db.target and db.target.counts_problem)):
             err.print(f"db checks: {line}", markup=False, highlight=False, soft_wrap=True)
         for v in verify_servers(manifests if stream is None else stream, store, server_cpus=cpus,
-                                allow_unavailable=allow_unavailable, db=db):
+                                allow_unavailable=allow_unavailable, db=db, features=features,
+                                recheck=recheck):
             if held is not None and not v.skipped and any(not r.passed and not r.skipped for r in v.checks):
                 held.append(v.server)
                 continue
