@@ -4,6 +4,7 @@ point orders a client-bound block by server CPU per request."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,15 +132,15 @@ def test_the_fixed_rate_step_names_no_leader_within_its_noise(tmp_path: Path) ->
     assert "are tied within that figure's noise" in pt.glance.verdict and not pt.glance.decided
 
 
-def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repeat: int) -> tuple[Store, Any, dict]:
+    """py-ok on the fake loadgen with workload tp: (store, options of `repeat` repetitions, run_matrix's
+    keywords but order_blocks)."""
     import os
     import sys
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
     import runfix
     from serverbench.catalog import manifests as catalog, workloads as wl
     from serverbench.model import RunOptions
-    from serverbench.run import fixed_rate, runner
     from test_ranking import THROUGHPUT
     monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
     monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.5")
@@ -147,17 +148,23 @@ def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "tp.toml").write_text(THROUGHPUT)
     cat = catalog.load_catalog(runfix.SERVERS)
-    store = Store(tmp_path / "r.db")
     cpus = sorted(os.sched_getaffinity(0))
-    opts = RunOptions(servers=["py-ok"], workloads=["tp"], repeat=2, allow_unverified=True,
+    opts = RunOptions(servers=["py-ok"], workloads=["tp"], repeat=repeat, allow_unverified=True,
                       server_cpus=[cpus[0]], client_cpus=[cpus[-1]])
+    kw = dict(manifests=[cat.servers["py-ok"]], workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={})
+    return Store(tmp_path / "r.db"), opts, kw
+
+
+def test_the_runner_measures_each_block_again_at_one_fixed_rate_and_resumes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverbench.run import fixed_rate, runner
+    store, opts, base = _fake_run(tmp_path, monkeypatch, repeat=2)
     asked: list[int] = []
 
     def finder(cells: list[CellRecord]) -> list[fixed_rate.FixedRatePlan]:
         asked.append(len(cells))  # the step reads the plan's stored cells
         return [fixed_rate.FixedRatePlan("tp", "c=2", ("py-ok",), 500.0)]
-    kw = dict(manifests=[cat.servers["py-ok"]], workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={},
-              order_blocks=finder)
+    kw = dict(base, order_blocks=finder)
     res = runner.run_matrix(store, opts, **kw)
     fixed = [c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of]
     # the step reads the cells after the first repetition (then plans rep 2's point into the row's own
@@ -181,30 +188,13 @@ def test_a_rate_lowered_by_a_later_plan_measures_the_earlier_cells_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After repetition 2 the plan needs a lower rate (a slower row joined): repetition 2's in-start cell,
     measured at the first rate, is measured again at the new one; every stored fixed-rate cell ends at it."""
-    import os
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
-    import runfix
-    from serverbench.catalog import manifests as catalog, workloads as wl
-    from serverbench.model import RunOptions
     from serverbench.run import fixed_rate, runner
-    from test_ranking import THROUGHPUT
-    monkeypatch.setenv("SERVERBENCH_LOADGEN", str(runfix.fake_loadgen(tmp_path)))
-    monkeypatch.setenv("FAKE_LOADGEN_MAX_S", "0.5")
-    monkeypatch.setattr("serverbench.paths.LOGS", tmp_path / "logs")
-    (tmp_path / "w").mkdir()
-    (tmp_path / "w" / "tp.toml").write_text(THROUGHPUT)
-    cat = catalog.load_catalog(runfix.SERVERS)
-    store = Store(tmp_path / "r.db")
-    cpus = sorted(os.sched_getaffinity(0))
-    opts = RunOptions(servers=["py-ok"], workloads=["tp"], repeat=3, allow_unverified=True,
-                      server_cpus=[cpus[0]], client_cpus=[cpus[-1]])
+    store, opts, kw = _fake_run(tmp_path, monkeypatch, repeat=3)
     rates = [500.0, 300.0, 300.0]  # after rep 1, after rep 2, at the end
 
     def finder(cells: list[CellRecord]) -> list[fixed_rate.FixedRatePlan]:
         return [fixed_rate.FixedRatePlan("tp", "c=2", ("py-ok",), rates.pop(0))]
-    res = runner.run_matrix(store, opts, manifests=[cat.servers["py-ok"]],
-                            workloads=[wl.load_workloads(tmp_path / "w")["tp"]], fingerprint={}, order_blocks=finder)
+    res = runner.run_matrix(store, opts, order_blocks=finder, **kw)
     fixed = {c.repetition: c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of}
     assert sorted(fixed) == [1, 2, 3] and rates == []
     assert {r: c.metrics.offered.target_rate for r, c in fixed.items()} == {1: 300.0, 2: 300.0, 3: 300.0}

@@ -47,6 +47,18 @@ def test_a_tie_at_the_top_is_planned_for_the_fixed_rate_step(tmp_path: Path) -> 
     assert plan.rate == 0.8 * 105_000.0  # FIXED_RATE_SHARE of the lowest median among the tied rows
 
 
+def test_the_rate_is_one_a_row_near_the_tie_holds_too(tmp_path: Path) -> None:
+    """A clean row up to FIXED_RATE_NEAR (25 %) below the tie's lowest member may join it in a later
+    repetition: the rate is chosen for it too, so the cells measured early are not measured again."""
+    near = {**TIED, "near": [85_000.0, 84_000.0, 86_000.0]}  # 19 % below b's 105,000: outside the tie
+    store, rid = _store(tmp_path, near)
+    [plan] = aggregate.fixed_rate_plans(store.cells(rid))
+    assert plan.servers == ("a", "b") and plan.rate == 0.8 * 85_000.0
+    far = {**TIED, "far": [75_000.0, 76_000.0, 74_000.0]}  # 28 % below: not a candidate
+    store, rid = _store(tmp_path / "far", far)
+    assert aggregate.fixed_rate_plans(store.cells(rid))[0].rate == 0.8 * 105_000.0
+
+
 def test_a_first_row_ahead_beyond_noise_plans_nothing(tmp_path: Path) -> None:
     store, rid = _store(tmp_path, {"a": [200_000.0, 201_000.0, 199_000.0], **{k: TIED[k] for k in ("b", "slow")}})
     assert aggregate.fixed_rate_plans(store.cells(rid)) == []

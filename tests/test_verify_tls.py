@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -214,6 +215,14 @@ tls_library = "OpenSSL 3 (Python ssl, asyncio)"
 """
 
 
+def _ref_tls_row(tmp_path: Path) -> Any:
+    """The reference server as a row declaring tls_library, in tmp_path/servers/ref-tls."""
+    (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
+    (tmp_path / "servers" / "ref-tls" / "server.toml").write_text(
+        REF_TOML.format(python=sys.executable, refserver=REFSERVER))
+    return catalog.load_catalog(tmp_path / "servers").servers["ref-tls"]
+
+
 def test_verify_servers_runs_tls_after_the_plaintext_start(tmp_path: Path) -> None:
     from serverbench.store import Store
     (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
@@ -248,10 +257,7 @@ def test_a_verify_for_plain_loads_leaves_the_feature_checks_and_the_gate_says_so
     from serverbench.rules.admission import KINDS, checks_for
     from serverbench.run.measure import Gate
     from serverbench.store import Store
-    (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
-    (tmp_path / "servers" / "ref-tls" / "server.toml").write_text(
-        REF_TOML.format(python=sys.executable, refserver=REFSERVER))
-    m = catalog.load_catalog(tmp_path / "servers").servers["ref-tls"]
+    m = _ref_tls_row(tmp_path)
     store = Store(tmp_path / "r.db")
     [v] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=())
     names = [r.name for r in v.checks]
@@ -283,10 +289,7 @@ def test_a_recheck_runs_only_what_the_stored_verdict_failed(tmp_path: Path) -> N
     """prepare.py's second pass: the checks the row failed under the builds' load run again, the rest of its
     verdict stands as stored (here marked, to see it was not run again)."""
     from serverbench.store import Store
-    (tmp_path / "servers" / "ref-tls").mkdir(parents=True)
-    (tmp_path / "servers" / "ref-tls" / "server.toml").write_text(
-        REF_TOML.format(python=sys.executable, refserver=REFSERVER))
-    m = catalog.load_catalog(tmp_path / "servers").servers["ref-tls"]
+    m = _ref_tls_row(tmp_path)
     store = Store(tmp_path / "r.db")
     [first] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=())
     assert first.passed

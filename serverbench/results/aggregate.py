@@ -26,7 +26,7 @@ from .aggregate_tools import ToolsCompared, compare_tools
 from . import group_warnings, noisy
 from .group_figures import PCTS, GroupFigures, flat_figures
 from .group_warnings import Caveat
-from ..model import FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan
+from ..model import FIXED_RATE_NEAR, FIXED_RATE_SHARE, CellMetrics, CellRecord, FixedRatePlan
 from ..store import ServerProfile
 from ..rules.shards import merge_encoded
 from .stats import Stats, summarize
@@ -500,16 +500,20 @@ def _link_efficiency(points: list[PointData]) -> None:
 def fixed_rate_plans(cells: list[CellRecord]) -> list[FixedRatePlan]:
     """The fixed-rate step's plan (run/fixed_rate.py), by this aggregation's own rules: every
     throughput point whose top its own figure cannot order (ranking.unordered_top: a client-bound
-    block, or rows tied with the first), those rows, and one common rate, FIXED_RATE_SHARE of their
-    lowest median."""
+    block, or rows tied with the first), those rows, and one common rate, FIXED_RATE_SHARE of the
+    lowest median among them and the clean rows up to FIXED_RATE_NEAR below them (which may join the
+    tie in a later repetition: the rate must be one they hold too)."""
     out = []
     for wl in collect(0, cells, {}).workloads:
         for pt in wl.points:
             block = ranking.unordered_top(pt.groups, pt.kind) if pt.kind == "throughput" else []
             if block:
                 floor = min(g.throughput.median for g in block if g.throughput is not None)
+                near = [g.throughput.median for g in pt.groups if g.throughput is not None
+                        and not (g.degraded or g.not_steady or g.unfair)
+                        and g.throughput.median >= (1 - FIXED_RATE_NEAR) * floor]
                 out.append(FixedRatePlan(wl.name, pt.label, tuple(sorted(g.server for g in block)),
-                                         float(round(FIXED_RATE_SHARE * floor))))
+                                         float(round(FIXED_RATE_SHARE * min([floor, *near])))))
     return out
 
 
