@@ -304,3 +304,20 @@ def test_a_recheck_runs_only_what_the_stored_verdict_failed(tmp_path: Path) -> N
     assert by["date"].passed and by["date"].detail != "as stored"  # run again, and it passes
     assert by["root"].detail == "as stored" and by["sigterm"].detail != "as stored"  # kept; the start's own
     assert [c["name"] for c in store.verdict("ref-tls").checks] == [c["name"] for c in checks]
+
+
+def test_a_recheck_whose_start_fails_says_so(tmp_path: Path, monkeypatch) -> None:
+    """A row that does not start on the recheck gets the "starts" failure appended, not dropped."""
+    from serverbench.processes import supervisor
+    from serverbench.store import Store
+    m = _ref_tls_row(tmp_path)
+    store = Store(tmp_path / "r.db")
+    store.record_verdict("ref-tls", False, [{"name": "root", "passed": True, "detail": "as stored", "skipped": False},
+                                            {"name": "date", "passed": False, "detail": "late", "skipped": False}], None)
+
+    def no_start(*a, **kw):
+        raise supervisor.ServerStartError("server 'ref-tls' exited with code 1 before becoming ready")
+    monkeypatch.setattr(supervisor, "run_server", no_start)
+    [v] = verify_servers([m], store, server_cpus=[0], allow_unavailable=False, features=(), recheck=True)
+    by = {r.name: r for r in v.checks}
+    assert not v.passed and not by["starts"].passed and by["date"].detail == "late" and by["root"].detail == "as stored"
