@@ -16,7 +16,7 @@ from rich.console import Console
 
 from ..catalog import build, doctor, install
 from ..rules.admission import KINDS
-from .show import verify_and_show
+from .show import verify_twice
 
 # Builds go beside verify at this much lower priority: verify's servers and checks run first, as on a
 # quiet machine, and the builds take what they leave.
@@ -52,24 +52,18 @@ def prepare(manifests: list[Any], store: Any, out: Console | None = None, err: C
     for m in manifests:
         if m not in avail:
             out.print(f"[yellow]skip {m.id}: toolchain unavailable[/]")
-    held: list[str] = []
     if features is not None:
         left = sorted({k.feature for k in KINDS.values() if k.kind == "feature" and k.feature} - set(features))
         out.print(f"[dim]verify runs the checks these loads need; the {', '.join(left)} checks are left to "
                   f"`serverbench verify` (a workload using one keeps a row out until they have run)[/]")
     built = _built_as_they_end(avail, out, err)
     try:
-        passed, failed = verify_and_show(avail, store, server_cpus=None, allow_unavailable=True, compact=True,
-                                         stream=built, held=held, out=out, err=err, features=features)
+        passed, failed = verify_twice(
+            avail, store, stream=built, out=out, err=err, server_cpus=None, allow_unavailable=True, compact=True,
+            features=features, note="verifying again the checks that failed, now that the builds have ended (a "
+                                    "check may miss its time limit under their load)")
     finally:
         built.close()  # on an error or Ctrl-C in verify: the builds stopped now, not when collected
-    if held:
-        out.print(f"[dim]verifying again the checks that failed, now that the builds have ended (a check may "
-                  f"miss its time limit under their load): {', '.join(held)}[/]")
-        p2, f2 = verify_and_show([m for m in avail if m.id in held], store, server_cpus=None,
-                                 allow_unavailable=True, compact=True, out=out, err=err, features=features,
-                                 recheck=True)
-        passed, failed = passed + p2, failed + f2
     if failed:
         out.print(f"[yellow]not measured (failed verify): {', '.join(failed)}[/]")
     if not passed:

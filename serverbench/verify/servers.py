@@ -23,6 +23,7 @@ from .h2check import H2Start
 from .tlscheck import TlsStart
 
 PLAIN_CHECKS = [c for c in CHECKS if c not in TLS_CHECKS + H2_CHECKS]
+LOG_LINES = 8  # of the server's log kept with a verdict whose plaintext checks failed
 
 
 @dataclass
@@ -32,6 +33,9 @@ class ServerVerdict:
     checks: list[CheckResult] = field(default_factory=list)
     skipped: bool = False  # toolchain unavailable and allow_unavailable: not judged
     problem: str | None = None  # why it could not be verified at all (unavailable, not built)
+    # the server's last log lines when a check of its plaintext start failed: what a crash or an exception
+    # printed, shown under the verdict (a CI log may keep nothing else of a failure)
+    log_tail: str = ""
 
     @property
     def admission(self) -> Admission:
@@ -129,6 +133,7 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
         fh = build.folder_hash(m)
         results: list[CheckResult] = []
         srv = None
+        log_tail = ""
         workers = m.workers or len(server_cpus)  # run_server's rule, needed first for $DB_POOL
         # the database only for a db row whose db checks run: the others' are skipped ("not a db row") or absent
         db_row = is_db_row(m) and "db" in checks
@@ -137,6 +142,8 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
         try:
             with supervisor.run_server(m, cpus=server_cpus, workers=workers, extra_env=env) as srv:
                 results = list(verify(srv.url, m, workers=srv.workers, pid=srv.pid, only=plain, **dbkw))
+                if any(not r.passed for r in results):
+                    log_tail = srv.log_tail(LOG_LINES)
         except supervisor.ServerStartError as e:
             results.append(CheckResult("starts", False, str(e).splitlines()[0]))
         if srv is not None:
@@ -149,14 +156,28 @@ def _each(manifests: Iterable[Any], store: Any, server_cpus: list[int], allow_un
             results += verify(srv.url, m, workers=srv.workers, only=tls_checks, tls=tls)
             h2 = _h2_start(m, tls_folder, server_cpus, workers, env) if h2_of(m)[0] and h2_checks else None
             results += verify(srv.url, m, workers=srv.workers, only=h2_checks, h2=h2)
-        if kept:  # a recheck: the checks run again replace theirs, the rest stand as they were
-            again = {r.name: r for r in results}
-            names = {str(c.get("name")) for c in kept}
-            results = [again.get(str(c.get("name"))) or CheckResult(str(c.get("name")), bool(c.get("passed")),
-                                                                    str(c.get("detail") or ""), bool(c.get("skipped")))
-                       for c in kept] + [r for r in results if r.name not in names]  # e.g. "starts" failing now
+        if kept:
+            results = _merged(kept, results)
         stored = [{"name": r.name, "passed": r.passed, "detail": r.detail, "skipped": r.skipped}
                   for r in results]
         ok = admission(stored).admitted
         store.record_verdict(m.id, ok, stored, fh)
-        yield ServerVerdict(m.id, ok, results)
+        yield ServerVerdict(m.id, ok, results, log_tail=log_tail)
+
+
+def _merged(kept: list[dict], results: list[CheckResult]) -> list[CheckResult]:
+    """A recheck's verdict: the checks run again replace theirs, the rest stand as they were. A check that
+    failed before and passes now keeps its first failure in its detail: a row that fails now and then says
+    so in its verdict rather than looking as steady as one that never failed."""
+    again = {r.name: r for r in results}
+    out: list[CheckResult] = []
+    for c in kept:
+        name = str(c.get("name"))
+        before = CheckResult(name, bool(c.get("passed")), str(c.get("detail") or ""), bool(c.get("skipped")))
+        now = again.get(name)
+        if now is not None and now.passed and not now.skipped and not before.passed:
+            now = CheckResult(name, True, f"{now.detail} (passed when verified again in a fresh start; the first "
+                                          f"time: {before.detail})", seconds=now.seconds)
+        out.append(now or before)
+    names = {r.name for r in out}
+    return out + [r for r in results if r.name not in names]  # e.g. "starts" failing now

@@ -55,6 +55,7 @@ def show_verdict(v: ServerVerdict, out: Console | None = None, *, compact: bool 
         out.print(f"{v.server}: {verdict}, {sum(r.passed for r in v.checks)} of {len(v.checks)} checks passed")
         for r in shown:
             out.print(f"  {r.name}: {_result(r.name, r.passed, r.skipped)} — {escape(r.detail)}", highlight=False)
+        _show_log(v, out)
         return
     t = Table(title=f"{v.server}: {verdict}", title_justify="left")
     t.add_column("check")
@@ -66,6 +67,23 @@ def show_verdict(v: ServerVerdict, out: Console | None = None, *, compact: bool 
         t.add_row(r.name, k.kind + (", security" if k.security else ""), _result(r.name, r.passed, r.skipped),
                   r.detail)
     out.print(t)
+    _show_log(v, out)
+
+
+def _show_log(v: ServerVerdict, out: Console) -> None:
+    if v.log_tail:
+        out.print(f"[dim]{v.server}'s last log lines:[/]")
+        out.print(escape(v.log_tail), highlight=False, markup=True)
+
+
+def _first_failure(v: ServerVerdict, refused: list[str]) -> str:
+    """The refused checks, and the first one's detail (cut short): what a CI log's last line should say."""
+    detail = next((r.detail for r in v.checks if r.name in refused[:1]), "")
+    cut = detail if len(detail) <= FAILURE_CHARS else detail[:FAILURE_CHARS] + "…"
+    return ", ".join(refused) + (f" — {refused[0]}: {cut}" if cut else "")
+
+
+FAILURE_CHARS = 200
 
 
 def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] | None,
@@ -104,8 +122,25 @@ def verify_and_show(manifests: list[Any], store: Any, *, server_cpus: list[int] 
             if why is not None and not v.skipped and not v.passed:
                 # a verdict without checks (not built, no toolchain) is named by its problem, not by "?"
                 refused = [f.check for f in v.admission.refused] if v.checks else []
-                why[v.server] = ", ".join(refused) if refused else (v.problem or "failed")
+                why[v.server] = _first_failure(v, refused) if refused else (v.problem or "failed")
     return passed, failed
 
 
-__all__ = ["show_verdict", "verify_and_show"]
+def verify_twice(manifests: list[Any], store: Any, *, note: str, out: Console | None = None,
+                 stream: Iterable[Any] | None = None, **kw: Any) -> tuple[list[str], list[str]]:
+    """verify_and_show, then once more in a fresh start for each row a check of which failed, running only
+    those checks: a start that missed a time limit in a moment of load (builds still running, a VM's stolen
+    time) is not a verdict on the row. A check that passes the second time says in its detail how it failed
+    the first (servers._merged); one that fails again stands. `note` is printed before the second pass,
+    with the rows' ids."""
+    out = out or Console()
+    held: list[str] = []
+    passed, failed = verify_and_show(manifests, store, stream=stream, held=held, out=out, **kw)
+    if held:
+        out.print(f"[dim]{note}: {', '.join(held)}[/]")
+        p2, f2 = verify_and_show([m for m in manifests if m.id in held], store, out=out, recheck=True, **kw)
+        passed, failed = passed + p2, failed + f2
+    return passed, failed
+
+
+__all__ = ["show_verdict", "verify_and_show", "verify_twice"]
