@@ -14,32 +14,19 @@ from serverbench.store import Store
 from serverbench.verify.servers import verify_servers
 from serverbench.verify.show import verify_twice
 
+from conftest import write_manifest
+
 REFSERVER = Path(__file__).parent / "fixtures" / "refserver.py"
 
-ROW = """name = "ref-{brk}"
-language = "Python"
-runtime = "python3"
-model = "event-loop"
-framework = "asyncio, hand-written HTTP"
-origin = "serverbench"
-description = "test fixture: refserver.py with BREAK={brk}"
-build = ""
-run = "BREAK={brk} FLAKY_MARK={mark} exec {python} {refserver}"
-version = "python3 --version"
-requires = ["python3"]
-
-[choices]
-pipelined_writes = "per-response"
-file_read = "blocking"
-nodelay = "off"
-"""
+CHOICES = {"pipelined_writes": "per-response", "file_read": "blocking", "nodelay": "off"}
 
 
 def _row(tmp_path: Path, brk: str) -> Any:
-    folder = tmp_path / "servers" / f"ref-{brk}"
-    folder.mkdir(parents=True)
-    (folder / "server.toml").write_text(ROW.format(brk=brk, mark=tmp_path / "mark", python=sys.executable,
-                                                   refserver=REFSERVER))
+    """refserver.py as a row with BREAK=`brk` (its $FLAKY_MARK in tmp_path), through conftest's write_manifest."""
+    run = f"BREAK={brk} FLAKY_MARK={tmp_path / 'mark'} exec {sys.executable} {REFSERVER}"
+    write_manifest(tmp_path / "servers", f"ref-{brk}", model="event-loop", framework="asyncio, hand-written HTTP",
+                   description=f"test fixture: refserver.py with BREAK={brk}", build="", run=run,
+                   requires=["python3"], choices=CHOICES)
     cat = catalog.load_catalog(tmp_path / "servers")
     assert cat.errors == []
     return cat.servers[f"ref-{brk}"]
