@@ -240,5 +240,6 @@ def test_the_verify_summary_line_names_each_refused_rows_checks(verified: dict,
     why: dict[str, str] = {}
     passed, failed = cli_verify.verify_and_show([], verified["store"], server_cpus=None,
                                                 allow_unavailable=False, why=why)
-    assert failed == ["ref-no404"] and why == {"ref-no404": "not-found"}
+    assert failed == ["ref-no404"] and why == {"ref-no404": "not-found: GET /nope: expected status 404, got 200 "
+                                                            "text/plain b'Hello, World!' (13 B)"}
     assert sorted(passed) == ["ref-garbage", "ref-pipeline"]

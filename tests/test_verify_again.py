@@ -53,7 +53,7 @@ def test_a_row_failing_twice_fails_with_its_detail_and_log(tmp_path: Path) -> No
     m = _row(tmp_path, "no-404")
     passed, failed, text = _twice(tmp_path, m, why := {})
     assert passed == [] and failed == ["ref-no-404"]
-    assert why["ref-no-404"].startswith("not-found — not-found: ") and "200" in why["ref-no-404"]
+    assert why["ref-no-404"].startswith("not-found: GET /nope: ") and "200" in why["ref-no-404"]
     stored = {c["name"]: c for c in Store(tmp_path / "r.db").verdict("ref-no-404").checks}
     assert not stored["not-found"]["passed"] and "the first time" not in stored["not-found"]["detail"]
     assert "ref-no-404's last log lines:" in text and "refserver listening on" in text and "break=no-404" in text

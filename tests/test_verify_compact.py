@@ -29,8 +29,12 @@ def test_the_summary_names_a_row_that_could_not_be_checked_by_its_problem(monkey
     def fake(manifests, store, **_):
         yield ServerVerdict("unbuilt", False, problem="not built; run `serverbench build unbuilt`")
         yield ServerVerdict("broken", False, [CheckResult("root", False, "404")])
+        yield ServerVerdict("worse", False, [CheckResult("root", False, "404"), CheckResult("json", False, "x" * 300)])
+        yield ServerVerdict("long", False, [CheckResult("date", False, "y" * 300)])
     monkeypatch.setattr(cli_verify, "verify_servers", fake)
     why: dict[str, str] = {}
     passed, failed = cli_verify.verify_and_show([], None, server_cpus=[0], allow_unavailable=False, why=why)
-    assert failed == ["unbuilt", "broken"] and passed == []
-    assert why == {"unbuilt": "not built; run `serverbench build unbuilt`", "broken": "root"}
+    assert failed == ["unbuilt", "broken", "worse", "long"] and passed == []
+    # the refused checks, and the first one's detail: what a CI log's last line keeps of a failure
+    assert why == {"unbuilt": "not built; run `serverbench build unbuilt`", "broken": "root: 404",
+                   "worse": "root, json; root: 404", "long": "date: " + "y" * 200 + "…"}

@@ -80,7 +80,9 @@ def _first_failure(v: ServerVerdict, refused: list[str]) -> str:
     """The refused checks, and the first one's detail (cut short): what a CI log's last line should say."""
     detail = next((r.detail for r in v.checks if r.name in refused[:1]), "")
     cut = detail if len(detail) <= FAILURE_CHARS else detail[:FAILURE_CHARS] + "…"
-    return ", ".join(refused) + (f" — {refused[0]}: {cut}" if cut else "")
+    if not cut:
+        return ", ".join(refused)
+    return f"{refused[0]}: {cut}" if len(refused) == 1 else f"{', '.join(refused)}; {refused[0]}: {cut}"
 
 
 FAILURE_CHARS = 200
