@@ -66,3 +66,12 @@ def test_a_passing_row_is_verified_once_and_keeps_no_log(tmp_path: Path) -> None
     assert v.passed and v.log_tail == ""
     passed, failed, text = _twice(tmp_path, m, {})
     assert passed == ["ref-no-404-once"] and "again:" not in text
+
+
+def test_an_admitted_row_with_a_failed_check_shows_no_log(tmp_path: Path) -> None:
+    m = _row(tmp_path, "close-case-sensitive")  # a robustness deviation: admitted, failing twice
+    passed, failed, text = _twice(tmp_path, m, {})
+    assert passed == ["ref-close-case-sensitive"] and failed == [] and "again: ref-close-case-sensitive" in text
+    [v] = verify_servers([m], Store(tmp_path / "r2.db"), server_cpus=[0], allow_unavailable=False, features=())
+    assert v.passed and v.log_tail  # the log was kept, as for any failed check ...
+    assert "last log lines:" not in text  # ... but not shown under a verdict that admits the row

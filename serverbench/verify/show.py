@@ -71,7 +71,9 @@ def show_verdict(v: ServerVerdict, out: Console | None = None, *, compact: bool 
 
 
 def _show_log(v: ServerVerdict, out: Console) -> None:
-    if v.log_tail:
+    # only under a refused verdict: an admitted row with a declared deviation was rechecked too, and its
+    # log there is noise on a row that passed
+    if v.log_tail and not v.passed:
         out.print(f"[dim]{v.server}'s last log lines:[/]")
         out.print(escape(v.log_tail), highlight=False, markup=True)
 
