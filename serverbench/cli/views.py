@@ -30,8 +30,9 @@ class RunView:
         if isinstance(ev, RunStarted):
             verb = "resuming" if ev.resumed else "starting"
             self.console.print(f"{verb} run {ev.run_id}: {ev.servers} server(s) × {ev.workloads} workload(s) × "
-                               f"{ev.repeat} repetition(s), ~{ev.planned_s / 60:.1f} min of load planned "
-                               f"(server CPUs {ev.server_cpus or 'on the server machine'}, client CPUs {ev.client_cpus})")
+                               f"{ev.repeat} repetition(s), at most ~{ev.planned_s / 60:.1f} min of load (each warm-up "
+                               f"to a steady rate at its longest; server CPUs {ev.server_cpus or 'on the server machine'}, "
+                               f"client CPUs {ev.client_cpus})")
             if self.show_bar:
                 self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TextColumn("ETA"),

@@ -14,7 +14,7 @@ class RunStarted:
     servers: int
     workloads: int
     repeat: int
-    planned_s: float  # seconds of load planned (warm-ups included)
+    planned_s: float  # seconds of load at most (each warm-up to a steady rate at its longest)
     server_cpus: list[int]
     client_cpus: list[int]
 
