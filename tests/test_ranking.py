@@ -228,6 +228,20 @@ def test_a_row_within_the_noise_of_the_client_bound_block_joins_its_judgement(tm
     assert plan.servers == ("alpha", "near", "zeta")
 
 
+def test_a_first_row_outside_the_block_is_judged_with_the_block_rows_tied_with_it(tmp_path: Path) -> None:
+    """The study's prantl-wrk (2026-11-29): the first row saturated the client in too few repetitions to
+    be in the block, the block (two rows) was tied with it and the table placed them all 1–3, but the
+    fixed-rate step planned nothing: unordered_top was empty whenever the first row was outside the block."""
+    _, pt = _throughput_run(tmp_path, {"first": [123_000, 118_000, 126_000], "blk-a": [116_000, 124_000, 110_000],
+                                       "blk-b": [115_000, 121_000, 109_000], "slow": [50_000, 51_000, 49_000]},
+                            saturated={"blk-a", "blk-b"})
+    assert [(g.server, g.place_text) for g in pt.groups] == [("first", "1–3"), ("blk-a", "1–3"), ("blk-b", "1–3"),
+                                                              ("slow", "4")]
+    assert [g.server for g in ranking.unordered_top(pt.groups, "throughput")] == ["first", "blk-a", "blk-b"]
+    [plan] = aggregate.fixed_rate_plans(Store(tmp_path / "t.db").cells(1))
+    assert plan.servers == ("blk-a", "blk-b", "first") and plan.rate == round(0.8 * 115_000)
+
+
 def test_rows_tied_below_the_top_share_a_place_range(tmp_path: Path) -> None:
     _, pt = _throughput_run(tmp_path, {"a": [200_000, 201_000, 199_000], "b": [100_000, 104_000, 102_000],
                                        "c": [101_000, 103_000, 99_000], "d": [50_000, 51_000, 49_000]})
