@@ -126,6 +126,24 @@ def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point
     assert [p.label for p in ins.extend(2, "a", "w", [closed], done)] == ["c=400"]  # measured already
 
 
+def test_a_point_planned_before_stays_planned_when_its_tie_dissolves() -> None:
+    """A tie predicted after repetition 2 measured its rows' fixed-rate points in their own starts; when
+    the last repetition leaves the first row leading alone, the finder plans nothing for that point. The
+    point stays planned at its rate, so the step completes those cells instead of leaving 1 or 2
+    repetitions of a point that no plan covers (and the glance reading them)."""
+    from serverbench.model import FixedRatePlan
+    from serverbench.run import fixed_rate
+    seen: list[list] = [[FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0)], []]
+    ins = fixed_rate.InStart()
+    ins.finder = lambda cells: seen.pop(0)
+    ins.predict([])
+    ins.predict([])
+    assert ins.plans[("w", "c=400")] == FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0)
+    other = FixedRatePlan("w", "c=64", ("c", "d"), 50_000.0)
+    assert ins.settle([other]) == [FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0), other]
+    assert fixed_rate.InStart().settle([other]) == [other]  # nothing planned before: the finder's plans alone
+
+
 def test_cells_at_a_rate_since_lowered_are_measured_again() -> None:
     """A row that joined the tie later lowered the rate: the fixed-rate cells measured at the old one are
     not done (fixed_rate.stale), so the step measures them again at the plan's rate; the closed cells and

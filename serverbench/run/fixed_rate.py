@@ -93,8 +93,12 @@ class InStart:
 
     def settle(self, plans: list[FixedRatePlan]) -> list[FixedRatePlan]:
         """`plans` with the rows planned before added, each at the rate chosen before while every member,
-        old or new, can hold it (FIXED_RATE_KEPT of the lowest median), else at its own lower rate."""
-        out = []
+        old or new, can hold it (FIXED_RATE_KEPT of the lowest median), else at its own lower rate; a
+        point planned before that `plans` no longer names (its tie dissolved in a later repetition) stays
+        planned, so the cells its rows measured in their own starts are completed at their one rate
+        rather than left standing as a partial point."""
+        now = {(p.workload, p.point) for p in plans}
+        out = [before for key, before in self.plans.items() if key not in now]
         for plan in plans:
             before = self.plans.get((plan.workload, plan.point))
             if before is not None:
