@@ -107,6 +107,11 @@ def test_exit_at_start_reports_code(servers_root, make_server, sandbox_paths) ->
     msg = str(ei.value)
     assert msg.startswith("server 'crashy' exited with code 3")
     assert "cannot start: bad configuration" in msg
+    # a check's detail is one line: the error's first, and the log's last line, which says why
+    from serverbench.verify.base import start_failure
+    line = start_failure(ei.value)
+    assert "\n" not in line and line.startswith("server 'crashy' exited with code 3 before becoming ready")
+    assert line.endswith("; its log ends: fake_server: cannot start: bad configuration (exit 3)"), line
 
 
 def test_port_in_use_is_refused(servers_root, make_server, sandbox_paths) -> None:

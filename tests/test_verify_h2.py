@@ -195,6 +195,26 @@ def test_a_start_that_fails_is_the_line() -> None:
                          "becoming ready"
 
 
+def test_a_start_that_fails_names_the_line_of_its_log_that_says_why(material) -> None:
+    """The error's first line ends "last log lines:"; the detail, one line, carries the log's last line
+    that is not a stack frame, or says the log was empty."""
+    logs = {"h2c": 'starting\nException in thread "main" java.lang.IllegalStateException: no h2c\n'
+                   '\tat Main.main(Main.kt:3)\n\n', "h2": ""}
+
+    def start(env: dict[str, str], mode: str) -> Iterator[str]:
+        srv = SimpleNamespace(log_tail=lambda: logs[mode])
+        raise supervisor.ServerStartError("server 'x' exited with code 1 before becoming ready on 127.0.0.1:1; "
+                                          "log /tmp/x.log, last log lines:\n    (the tail)", srv)
+        yield ""  # pragma: no cover
+
+    by = {r.name: r for r in verify("http://127.0.0.1:1", H2_ROW, only=["h2c", "h2"],
+                                    h2=H2Start(material, contextmanager(start)))}
+    assert by["h2c"].detail == "h2c: the row did not start with $HTTP2=h2c: server 'x' exited with code 1 before " \
+        "becoming ready on 127.0.0.1:1; log /tmp/x.log; its log ends: Exception in thread \"main\" " \
+        "java.lang.IllegalStateException: no h2c"
+    assert by["h2"].detail.endswith("log /tmp/x.log; its log is empty"), by["h2"].detail
+
+
 def test_rows_without_http2_library_or_with_http2_out_are_skipped() -> None:
     def never(env: dict[str, str], mode: str):
         raise AssertionError("a skipped check must not start the row")

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..h2 import H2Client, H2Error
-from .base import HELLO, CheckFailed, CheckSkipped, Ctx
+from .base import HELLO, CheckFailed, CheckSkipped, Ctx, start_failure
 
 KEY = "rsa"  # the tls check's key type
 MAX_STREAMS_TRIED = 100  # the workloads' most streams per connection
@@ -180,9 +180,8 @@ def _check(ctx: Ctx, mode: str) -> str:
     with ExitStack() as stack:
         try:
             url = stack.enter_context(ctx.h2_start.start(env, mode))
-        except Exception as e:  # the start's own error (supervisor.ServerStartError): its first line
-            first = (str(e).splitlines() or [type(e).__name__])[0]
-            raise CheckFailed(f"{mode}: the row did not start with $HTTP2={mode}: {first}") from e
+        except Exception as e:  # the start's own error (supervisor.ServerStartError), in one line
+            raise CheckFailed(f"{mode}: the row did not start with $HTTP2={mode}: {start_failure(e)}") from e
         u = urlsplit(url)
         tls = client_context(ctx.h2_start.material.ca) if mode == "h2" else None
         return _judge(_Judge(mode, u.hostname or ctx.host, u.port or ctx.port, tls))

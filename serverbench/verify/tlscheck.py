@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .base import CheckFailed, CheckSkipped, Ctx
+from .base import CheckFailed, CheckSkipped, Ctx, start_failure
 from .endpoints import check_root
 from .httpcheck import HTTPCheckError
 from .protocol import check_date, check_keepalive, check_pipeline, check_split
@@ -142,8 +142,7 @@ def check_tls(ctx: Ctx) -> str:
     with ExitStack() as stack:
         try:
             url = stack.enter_context(ctx.tls_start.start(env))
-        except Exception as e:  # the start's own error (supervisor.ServerStartError): its first line
-            first = (str(e).splitlines() or [type(e).__name__])[0]
-            raise CheckFailed(f"tls: the row did not start with $TLS_CERT/$TLS_KEY: {first}") from e
+        except Exception as e:  # the start's own error (supervisor.ServerStartError), in one line
+            raise CheckFailed(f"tls: the row did not start with $TLS_CERT/$TLS_KEY: {start_failure(e)}") from e
         u = urlsplit(url)
         return _sub_rules(dataclasses.replace(ctx, host=u.hostname or ctx.host, port=u.port or ctx.port))
