@@ -98,3 +98,40 @@ def test_a_run_measured_by_other_code_or_elsewhere_does_not_meet_the_study(tmp_p
     lines = {ln.split("│")[1].strip(): ln for ln in out.output.splitlines() if ln.count("│") > 3}
     assert "met by run 1" in lines[first]
     assert "to measure" in lines[second] and "to measure" in lines[third]
+
+
+def test_a_study_resumed_in_another_session_reckons_its_eta_from_the_stored_cells(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """A study spread over sessions: before its first run of this session it already says how long the rest
+    takes, from the time the stored cells took against their plan (a finished run kept, an interrupted one's
+    share), rather than the bare plan; the interrupted run's stored share is not counted as left."""
+    from datetime import datetime, timedelta, timezone
+
+    from serverbench.model import CellRecord, RunOptions
+    db = tmp_path / "r.db"
+    monkeypatch.setattr(steps, "ready_rows", lambda ms, st, ws: [m for m in ms if m.id == "c-epoll"])
+    wanted = study.needs(["c-epoll"], 3)
+    planned, sized = steps.planned_seconds(wanted, False), steps._sized(wanted, False)
+    first, second = wanted[0].workload, wanted[1].workload
+    t = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
+    with Store(db) as store:
+        for need, reps, status in ((wanted[0], (1, 2, 3), "finished"), (wanted[1], (1,), "interrupted")):
+            rid = store.new_run(here(), RunOptions.from_dict({**need.options(), "full": False}).to_dict())
+            points = sized[need.workload][0].points
+            # each cell twice its share of the plan: the stored work took 2.0× its planned load
+            each = 2 * planned[need.workload] / (len(points) * 3)
+            for p in points:
+                for r in reps:
+                    store.record_cell(rid, CellRecord("c-epoll", need.workload, p.label, r, "ok",
+                                                      started_at=t.isoformat(),
+                                                      finished_at=(t + timedelta(seconds=each)).isoformat()))
+                    t += timedelta(hours=1)  # the gaps (other sessions) are not the cells' time
+            store.finish_run(rid, status)
+    runner = _Runner(interrupt={0})
+    monkeypatch.setattr(steps, "measure", runner)
+    out = CliRunner().invoke(app, ["study", "--servers", "c-epoll", "--db", str(db)], env={"COLUMNS": "300"})
+    assert out.exit_code == 130, out.output
+    assert runner.calls == [("resume", 2, None)]
+    left = sum(planned.values()) - planned[first] - planned[second] / 3
+    assert f"{second} (2 of {len(wanted)}): about {left * 2 / 60:.0f} min left (what was measured so far " \
+           f"took 2.0× its planned load)" in out.output

@@ -156,6 +156,11 @@ def planned_seconds(needs: list[Any], full: bool) -> dict[str, float]:
     """Planned load seconds per need: the workload's warm-up and points × repetitions × the need's rows
     that their manifests do not keep out of it (runner.declared_out: tls_out, http2_out, db_out, ...;
     server starts and warm-up rounds to a steady rate come on top)."""
+    return {w: size.planned_seconds() * rows * repeat for w, (size, rows, repeat) in _sized(needs, full).items()}
+
+
+def _sized(needs: list[Any], full: bool) -> dict[str, tuple[Any, int, int]]:
+    """Per need: the workload's size, the rows its manifests do not keep out of it, the repetitions."""
     from ..catalog import workloads as wl
     from ..model import RunOptions
     from ..run.runner import declared_out
@@ -165,7 +170,7 @@ def planned_seconds(needs: list[Any], full: bool) -> dict[str, float]:
     for n in needs:
         w, opts = ws[n.workload], RunOptions.from_dict(n.options())
         rows = sum(1 for r in n.rows if declared_out(manifests[r], w, opts) is None)
-        out[n.workload] = w.size(full).planned_seconds() * rows * n.repeat
+        out[n.workload] = (w.size(full), rows, n.repeat)
     return out
 
 
@@ -181,7 +186,7 @@ def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False,
     from ..catalog import workloads as wl
     ready = {m.id: m for m in ready_rows(selected(rows), store,
                                          wl.select(wl.load_workloads(), [n.workload for n in needs]))}
-    planned = planned_seconds(needs, full)
+    planned, sized = planned_seconds(needs, full), _sized(needs, full)
     used: list[int] = []
     eta = _Eta(sum(planned.values()))
     for i, n in enumerate(needs):
@@ -198,13 +203,18 @@ def measure_needs(store: Any, needs: list[Any], again: str, full: bool = False,
         if done is not None:
             console.print(f"{n.workload}: already measured in run {done.id}")
             used.append(done.id)
-            eta.skip(planned[n.workload])
+            eta.done(planned[n.workload], stored_seconds(store, done.id, sized[n.workload])[0])
             continue
+        part = 0.0  # of the plan, what an interrupted run stored before (in an earlier session, perhaps)
+        if stopped is not None:
+            took_before, share = stored_seconds(store, stopped.id, sized[n.workload])
+            part = planned[n.workload] * share
+            eta.done(part, took_before)
         console.print(f"[bold]{n.workload}[/] ({i + 1} of {len(needs)}): {eta.line()}")
         t0 = time.monotonic()
         result = _measure_need(store, need, stopped, [ready[r] for r in have], full)
         took = time.monotonic() - t0
-        eta.done(planned[n.workload], took)
+        eta.done(planned[n.workload] - part, took)
         console.print(f"{n.workload}: run {result.run_id} {result.status} in {took / 60:.1f} min")
         if result.status == "interrupted":
             console.print(f"[yellow]interrupted[/]: {again} continues it")
@@ -226,9 +236,27 @@ def _measure_need(store: Any, need: Any, stopped: Any, manifests: list[Any], ful
     return result
 
 
+def stored_seconds(store: Any, run_id: int, sized: tuple[Any, int, int]) -> tuple[float, float]:
+    """What a stored run measured, for the ETA of a command resumed in another session: (the seconds its
+    cells took, each from its start to its end, server start and warm-up included and the time between
+    sessions not; the share of the need's planned cells it holds, its workload's own points, not the
+    fixed-rate step's). The cells of the study's first runs took 0.95-0.97 of their runs' wall time."""
+    from datetime import datetime
+    size, rows, repeat = sized
+    labels = {p.label for p in size.points}
+    took, mine = 0.0, 0
+    for c in store.cells(run_id):
+        mine += c.point in labels
+        if c.started_at and c.finished_at:
+            took += (datetime.fromisoformat(c.finished_at) - datetime.fromisoformat(c.started_at)).total_seconds()
+    planned_cells = len(size.points) * rows * repeat
+    return took, min(1.0, mine / planned_cells) if planned_cells else 1.0
+
+
 class _Eta:
-    """The time the runs left are planned to take, scaled by measured ÷ planned of the runs done (server
-    starts and warm-ups to a steady rate come on top of a plan's load seconds)."""
+    """The time the runs left are planned to take, scaled by measured ÷ planned of what was measured
+    (server starts and warm-ups to a steady rate come on top of a plan's load seconds): this session's
+    runs, and the stored cells of the runs it keeps or resumes."""
 
     def __init__(self, planned_s: float) -> None:
         self.left, self.planned_done, self.measured = planned_s, 0.0, 0.0
@@ -237,15 +265,18 @@ class _Eta:
         self.left -= planned_s
 
     def done(self, planned_s: float, measured_s: float) -> None:
+        """`planned_s` of the plan measured, in `measured_s`; a stored run without cell times (0 s) only
+        shortens what is left."""
         self.left -= planned_s
-        self.planned_done += planned_s
-        self.measured += measured_s
+        if measured_s > 0:
+            self.planned_done += planned_s
+            self.measured += measured_s
 
     def line(self) -> str:
         if self.planned_done <= 0:
             return f"{self.left / 60:.0f} min of load planned for the runs left (starts and warm-ups on top)"
         factor = self.measured / self.planned_done
-        return (f"about {self.left * factor / 60:.0f} min left (the runs so far took {factor:.1f}× their "
-                f"planned load)")
+        return (f"about {self.left * factor / 60:.0f} min left (what was measured so far took {factor:.1f}× "
+                f"its planned load)")
 
-__all__ = ["finish", "measure", "provisional", "measure_needs", "plan_table", "planned_seconds", "ready_rows", "run_profiles"]
+__all__ = ["finish", "measure", "provisional", "measure_needs", "plan_table", "planned_seconds", "ready_rows", "run_profiles", "stored_seconds"]
