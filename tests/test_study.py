@@ -129,6 +129,9 @@ def test_a_study_resumed_in_another_session_reckons_its_eta_from_the_stored_cell
             store.finish_run(rid, status)
     runner = _Runner(interrupt={0})
     monkeypatch.setattr(steps, "measure", runner)
+    plan = CliRunner().invoke(app, ["study", "--plan", "--servers", "c-epoll", "--db", str(db)],
+                              env={"COLUMNS": "300"})
+    assert "met by run 1" in plan.output and "resume run 2 (33% stored)" in plan.output, plan.output
     out = CliRunner().invoke(app, ["study", "--servers", "c-epoll", "--db", str(db)], env={"COLUMNS": "300"})
     assert out.exit_code == 130, out.output
     assert runner.calls == [("resume", 2, None)]

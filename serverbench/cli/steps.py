@@ -137,16 +137,18 @@ def run_profiles(ids: list[str] | None, store: Any, *, cold: bool, warm: bool = 
 
 
 def plan_table(store: Any, needs: list[Any], planned: dict[str, float], title: str,
-               keep: Callable[[Any], bool] | None = None) -> Table:
-    """The needs (rules/needs.Need) as a table: rows, repetitions, planned load, met / resumed / to measure
-    (by the stored runs `keep` allows, every run when None)."""
+               keep: Callable[[Any], bool] | None = None, full: bool = False) -> Table:
+    """The needs (rules/needs.Need) as a table: rows, repetitions, planned load, met / resumed (with the
+    share of its planned cells stored) / to measure (by the stored runs `keep` allows, every run when None)."""
     t = Table(title=title, title_justify="left")
     for h in ("workload", "rows", "repetitions", "memory ceiling", "planned load", "stored", "for"):
         t.add_column(h, overflow="fold")
     runs = [r for r in store.runs() if keep is None or keep(r)]
     for n in needs:
         done, stopped = needs_rule.stored_for(runs, n)
-        state = (f"met by run {done.id}" if done else f"resume run {stopped.id}" if stopped else "to measure")
+        state = (f"met by run {done.id}" if done else "to measure" if not stopped else
+                 f"resume run {stopped.id} ({stored_seconds(store, stopped.id, _sized([n], full)[n.workload])[1]:.0%} "
+                 "stored)")
         t.add_row(n.workload, ", ".join(n.rows) if len(n.rows) <= 8 else f"{len(n.rows)} rows", str(n.repeat), n.memory_limit or "—",
                   f"{planned[n.workload] / 60:.1f} min", state, "; ".join(n.why))
     return t
