@@ -20,9 +20,11 @@ seeds: system venv loadgen
 
 # Every row on every kind of work the report's profile table shows (issue 49): quick sizes, 3 repetitions,
 # one run per workload, then the report. Resumable: run it again after an interruption.
-# `$(SB) study --plan` prints the plan and its planned load only.
-study: system venv loadgen
-	$(SB) study
+# `$(SB) study --plan` prints the plan and its planned load only. Its store is studies/study.db, tracked
+# in git: a study takes longer than a session and a fresh checkout resumes what the last one committed.
+STUDY_DB ?= studies/study.db
+study: system venv loadgen tools
+	$(SB) study --db $(STUDY_DB)
 
 test: system venv loadgen tools
 	$(VENV)/bin/pytest -q tests

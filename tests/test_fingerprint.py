@@ -49,6 +49,7 @@ def test_measuring_code_ignores_words_tests_and_the_report_side() -> None:
     assert measuring_code(tree, "diff --git a/loadgen/src/main.rs") != base
     assert measuring("servers/c-epoll/server.c") and measuring("workloads/tfb-db.toml")
     assert not measuring("docs/DESIGN.md") and not measuring("tests/test_study.py")
+    assert not measuring("studies/study.db") and measuring("Makefile")
 
 
 def test_runs_compare_by_machine_and_measuring_code_else_by_commit() -> None:

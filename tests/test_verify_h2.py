@@ -196,15 +196,15 @@ def test_a_start_that_fails_is_the_line() -> None:
 
 
 def test_a_start_that_fails_names_the_line_of_its_log_that_says_why(material) -> None:
-    """The error's first line ends "last log lines:"; the detail, one line, carries the log's last line
-    that is not a stack frame, or says the log was empty."""
+    """The error's message goes on with the log tail; the detail, one line, is its headline and the log's
+    last line that is not a stack frame, or says the log was empty."""
     logs = {"h2c": 'starting\nException in thread "main" java.lang.IllegalStateException: no h2c\n'
                    '\tat Main.main(Main.kt:3)\n\n', "h2": ""}
 
     def start(env: dict[str, str], mode: str) -> Iterator[str]:
         srv = SimpleNamespace(log_tail=lambda: logs[mode])
-        raise supervisor.ServerStartError("server 'x' exited with code 1 before becoming ready on 127.0.0.1:1; "
-                                          "log /tmp/x.log, last log lines:\n    (the tail)", srv)
+        head = "server 'x' exited with code 1 before becoming ready on 127.0.0.1:1; log /tmp/x.log"
+        raise supervisor.ServerStartError(f"{head}, last log lines:\n    (the tail)", srv, head)
         yield ""  # pragma: no cover
 
     by = {r.name: r for r in verify("http://127.0.0.1:1", H2_ROW, only=["h2c", "h2"],

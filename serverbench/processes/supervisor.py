@@ -55,9 +55,11 @@ except OSError:
 class ServerStartError(Exception):
     """The server exited or never answered `GET /` with 200; the message has its log tail."""
 
-    def __init__(self, message: str, server: "ServerProcess | None" = None) -> None:
+    def __init__(self, message: str, server: "ServerProcess | None" = None, headline: str | None = None) -> None:
         super().__init__(message)
         self.server = server  # the (stopped) process, when one was started
+        # what happened, in one line without the log tail the message goes on with (verify's details)
+        self.headline = headline or (message.splitlines() or [""])[0]
 
 
 @dataclass
@@ -338,20 +340,18 @@ def _wait_ready(srv: ServerProcess, timeout: float, started: float, poll_s: floa
     while True:
         rc = srv._proc.poll()
         if rc is not None:
-            raise ServerStartError(
-                f"server '{srv.manifest.id}' exited with code {rc} before becoming ready on "
-                f"{srv.host}:{srv.port}; log {srv.log_path}, last log lines:\n"
-                f"{_indent(srv.log_tail())}", srv)
+            head = (f"server '{srv.manifest.id}' exited with code {rc} before becoming ready on "
+                    f"{srv.host}:{srv.port}; log {srv.log_path}")
+            raise ServerStartError(f"{head}, last log lines:\n{_indent(srv.log_tail())}", srv, head)
         problem = _probe(srv.host, srv.port, tls, http2)
         if problem is None:
             srv.ready_s = time.monotonic() - started
             return
         if time.monotonic() >= deadline:
             last = f" (last probe: {problem})" if tls is not None or http2 else ""
-            raise ServerStartError(
-                f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port}{over} "
-                f"within {timeout:g} s{last}; log {srv.log_path}, last log lines:\n"
-                f"{_indent(srv.log_tail())}", srv)
+            head = (f"server '{srv.manifest.id}' did not become ready on {srv.host}:{srv.port}{over} "
+                    f"within {timeout:g} s{last}; log {srv.log_path}")
+            raise ServerStartError(f"{head}, last log lines:\n{_indent(srv.log_tail())}", srv, head)
         time.sleep(poll_s)
 
 

@@ -16,8 +16,9 @@ MACHINE = ("cpu_model", "cores")
 # ... and the code that measured them. A commit touching only these paths cannot change a figure a run
 # stores (words, tests, benches, CI, the published studies' data and the report's own side, which reads
 # stored cells): runs before and after it stay comparable, so a study measured over several sessions
-# keeps its earlier workloads. Everything else (loadgen, servers, workloads, the harness) counts.
-REPORT_SIDE = ("docs/", "tests/", "bench/", ".ci/", "seeds/", "README.md", "SPEC.md",
+# keeps its earlier workloads. studies/ holds a study's own store, committed so that a fresh checkout
+# resumes it. Everything else (loadgen, servers, workloads, the harness) counts.
+REPORT_SIDE = ("docs/", "tests/", "bench/", ".ci/", "seeds/", "studies/", "README.md", "SPEC.md",
                "serverbench/exporters/", "serverbench/charts/", "serverbench/seeds/")
 
 

@@ -108,11 +108,11 @@ def start_failure(e: BaseException) -> str:
     wrote a log, its last unindented line, which is where why it exited usually stands (csharp-mono:
     "cannot load TLS_PKCS12 …"); the indented lines under it are stack frames. The whole tail stays in
     the log file the first line names."""
-    first = (str(e).splitlines() or [type(e).__name__])[0]
-    srv = getattr(e, "server", None)  # supervisor.ServerStartError keeps the stopped process
+    # supervisor.ServerStartError keeps the stopped process and its message's first line without the tail
+    first = getattr(e, "headline", None) or (str(e).splitlines() or [type(e).__name__])[0]
+    srv = getattr(e, "server", None)
     if srv is None:
         return first
-    first = first.removesuffix(", last log lines:")
     lines = [ln.rstrip() for ln in srv.log_tail().splitlines() if ln.strip()]
     said = [ln for ln in lines if not ln[0].isspace()] or lines
     return first + (f"; its log ends: {said[-1]}" if said else "; its log is empty")
