@@ -18,7 +18,10 @@ def test_a_busy_tree_is_waited_for_until_it_goes_quiet() -> None:
     try:
         waited, quiet = idle.wait_quiet([p.pid], limit_s=10)
         assert quiet and 0.5 <= waited <= 5.0, waited
-        assert idle.wait_quiet([p.pid], limit_s=1) == (idle.wait_quiet([p.pid], limit_s=1)[0], True)
+        # now asleep: quiet at the first look or soon after (one look is LOOK_S; the limit is generous so a
+        # loaded machine does not fail it, while a tree still counted busy would take the whole limit)
+        waited, quiet = idle.wait_quiet([p.pid], limit_s=1)
+        assert quiet and waited < 1.0, waited
     finally:
         p.kill()
         p.wait()
