@@ -98,6 +98,11 @@ def test_a_run_measured_by_other_code_or_elsewhere_does_not_meet_the_study(tmp_p
     lines = {ln.split("│")[1].strip(): ln for ln in out.output.splitlines() if ln.count("│") > 3}
     assert "met by run 1" in lines[first]
     assert "to measure" in lines[second] and "to measure" in lines[third]
+    # the runs not kept are named with why, never a silent "to measure"
+    flat = " ".join(out.output.split())
+    assert "stored run 2 not kept: measured by other code" in flat and "studies/README.md" in flat
+    assert "stored run 3 not kept: measured on Another CPU" in flat
+    assert "stored run 1 not kept" not in flat
 
 
 def test_a_study_resumed_in_another_session_reckons_its_eta_from_the_stored_cells(tmp_path: Path,

@@ -82,7 +82,7 @@ def test_the_reference_server_over_tls_passes(material) -> None:
     t0 = time.monotonic()
     res = _tls_result(material)
     assert res.passed and not res.skipped, res.detail
-    assert "TLSv1.3" in res.detail and "keepalive, pipeline, split, date pass over TLS" in res.detail
+    assert "TLSv1.3" in res.detail and "keepalive, split, date pass over TLS" in res.detail
     assert time.monotonic() - t0 < 8  # the start included; the check itself well under 2 s
 
 
@@ -100,6 +100,16 @@ def test_each_tls_defect_fails_with_its_rule(material, brk: str, words: str) -> 
     assert res.detail.startswith(words), res.detail
     assert "\n" not in res.detail
 
+
+def test_pipelining_is_not_repeated_over_tls(material) -> None:
+    """A server that misframes pipelined requests passes the tls check (no TLS workload pipelines) and still
+    fails the plaintext `pipeline` check, which keeps it out of the workloads that do."""
+    res = _tls_result(material, "pipeline-misframe")
+    assert res.passed and not res.skipped, res.detail
+    assert "pipeline" not in res.detail, res.detail
+    with _refserver("pipeline-misframe", {}) as url:  # no $TLS_*: plaintext on the port
+        [plain] = verify(url.replace("https://", "http://"), TLS_ROW, only=["pipeline"])
+    assert not plain.passed and not plain.skipped, plain.detail
 
 def test_split_sends_separate_tls_records(material) -> None:
     """Over TLS each piece of a split request is a record of its own: a server that takes its first read

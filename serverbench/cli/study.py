@@ -46,6 +46,23 @@ def comparable_here() -> Callable[[Any], bool]:
     return lambda run: differs(normalize(run.fingerprint), now) is None
 
 
+def left_out_here(runs: list[Any]) -> list[str]:
+    """One line per reason stored runs are not kept (rules/fingerprint.differs), naming them, so a plan of
+    "to measure" over a store full of runs says why rather than starting over in silence."""
+    from ..rules.fingerprint import differs, normalize
+    from ..run.fingerprint import here
+    now = here()
+    by: dict[str, list[int]] = {}
+    for run in runs:
+        why = differs(normalize(run.fingerprint), now)
+        if why is not None:
+            by.setdefault(why, []).append(run.id)
+    return [f"stored run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} not kept: {why}"
+            + ("; a study measured by other code goes on from the commit that measured it (studies/README.md)"
+               if "other code" in why else "")
+            for why, ids in by.items()]
+
+
 def study_cmd(servers: Optional[list[str]] = typer.Option(None, "--servers", "-s",
                                                           help="Server ids (repeatable or comma-separated); "
                                                                "default: every row."),
@@ -67,6 +84,8 @@ def study_cmd(servers: Optional[list[str]] = typer.Option(None, "--servers", "-s
     keep = comparable_here()
     console.print(steps.plan_table(store, wanted, planned, f"the profile: {len(rows)} rows × "
                                    f"{len(wanted)} workloads × {repeat} repetitions", keep))
+    for line in left_out_here(store.runs()):
+        console.print(line)
     console.print(f"planned load {sum(planned.values()) / 60:.0f} min (server starts, warm-ups to a steady rate, "
                   "builds and verify come on top)")
     if plan_only:
