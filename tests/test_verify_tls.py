@@ -111,6 +111,16 @@ def test_pipelining_is_not_repeated_over_tls(material) -> None:
         [plain] = verify(url.replace("https://", "http://"), TLS_ROW, only=["pipeline"])
     assert not plain.passed and not plain.skipped, plain.detail
 
+
+def test_no_workload_pipelines_over_tls() -> None:
+    """What lets the tls check leave `pipeline` out (verify/tlscheck.HTTP_RULES): a workload point that
+    pipelines over TLS would reach a defect no check admitting it looked for. Adding one fails here until
+    HTTP_RULES repeats `pipeline` and this test goes."""
+    from serverbench.catalog.workloads import load_workloads, point_features
+    both = [f"{w.name}:{p.label}" for w in load_workloads().values() if not w.includes
+            for p in w.quick.points + w.full.points if {"tls", "pipelining"} <= point_features(p, w.path)]
+    assert both == [], both
+
 def test_split_sends_separate_tls_records(material) -> None:
     """Over TLS each piece of a split request is a record of its own: a server that takes its first read
     as the whole request fails the split rule, as it does in plaintext."""

@@ -54,12 +54,17 @@ def left_out_here(runs: list[Any]) -> list[str]:
     now = here()
     by: dict[str, list[int]] = {}
     for run in runs:
-        why = differs(normalize(run.fingerprint), now)
-        if why is not None:
-            by.setdefault(why, []).append(run.id)
+        fp = normalize(run.fingerprint)
+        why = differs(fp, now)
+        if why is None:
+            continue
+        # only the code differs (this machine): the run's own commit can go on with it
+        code_only = differs(fp, {**now, "measuring_code": fp.get("measuring_code"),
+                                 "git_commit": fp.get("git_commit")}) is None
+        if code_only:
+            why += "; a study measured by other code goes on from the commit that measured it (studies/README.md)"
+        by.setdefault(why, []).append(run.id)
     return [f"stored run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} not kept: {why}"
-            + ("; a study measured by other code goes on from the commit that measured it (studies/README.md)"
-               if "other code" in why else "")
             for why, ids in by.items()]
 
 
