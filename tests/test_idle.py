@@ -43,12 +43,8 @@ class _Tree:
                 pass
 
 
-def _spinner(seconds: float) -> _Tree:
-    return _Tree(seconds)
-
-
 def test_a_busy_tree_is_waited_for_until_it_goes_quiet() -> None:
-    p = _spinner(1.0)
+    p = _Tree(1.0)
     try:
         # the spin ends 1 s after the spinner started, by its own clock: a wait under 0.5 s would be a busy
         # tree taken for quiet (the point of this test), one over 5 s a quiet tree still counted busy
@@ -63,7 +59,7 @@ def test_a_busy_tree_is_waited_for_until_it_goes_quiet() -> None:
 
 
 def test_a_tree_that_stays_busy_is_given_up_on_and_said_so() -> None:
-    p = _spinner(60.0)
+    p = _Tree(60.0)
     try:
         waited, quiet = idle.wait_quiet([p.pid], limit_s=0.5)
         assert not quiet and waited >= 0.5
@@ -72,6 +68,6 @@ def test_a_tree_that_stays_busy_is_given_up_on_and_said_so() -> None:
 
 
 def test_a_gone_process_is_quiet() -> None:
-    p = _spinner(0.0)
+    p = _Tree(0.0)
     p.stop()
     assert idle.wait_quiet([p.pid], limit_s=1)[1]

@@ -28,8 +28,8 @@ fn whole_seconds(o: &Outcome) -> usize {
 /// the listen queue unanswered. The listener is returned so it stays open for
 /// the test. The pause sets every served connection's pace: unpaced, the k
 /// serving threads share 2 cores with the load generator and the tests beside
-/// them, and how the scheduler split them (jain 0.297 against 0.375 in a CI
-/// on 2026-11-29) is not what the test is about.
+/// them, and how the scheduler split them (jain 0.297 against 0.375 in the
+/// project's CI of stop 61) is not what the test is about.
 fn serves_first(k: usize) -> (TcpListener, String) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());

@@ -271,8 +271,11 @@ fn refused_connections_are_connect_errors_and_end_on_time() {
 fn open_load_hits_its_rate_and_follows_stages() {
     let srv = hello_server();
     let o = loadgen(&[&srv.url("/"), "--rate", "300", "-d", "2s"]);
+    // the rate is the schedule's (due); how many were answered inside the
+    // window is the machine's, so answers get a bound (see two_shards…)
+    assert_eq!(o.summary("due"), 600, "300/s for 2 s");
     let n = o.summary("responses");
-    assert!((594..=600).contains(&n), "300/s for 2 s gave {n}");
+    assert!(n >= 570, "300/s for 2 s: {n} answered");
     assert_eq!(o.summary("errors"), 0);
     assert_eq!(o.json["timeline"][0]["target_rate"], 300.0);
 
@@ -281,8 +284,9 @@ fn open_load_hits_its_rate_and_follows_stages() {
     let n = o.summary("responses") as i64;
     assert!((n - 300).abs() < 75, "ramp gave {n}, expected ~300 (Poisson)");
     let o = loadgen(&[&srv.url("/"), "--rate", "0", "--stages", "1s:200,1s:200"]);
-    let n = o.summary("responses") as i64;
-    assert!((n - 300).abs() <= 2, "ramp gave {n}, expected 300");
+    let n = o.summary("due") as i64;
+    assert!((n - 300).abs() <= 2, "ramp was due {n}, expected 300");
+    assert!(o.summary("responses") as i64 >= n - 30, "{}", o.json["summary"]);
 }
 
 fn sessions_send_k_requests_per_user_with_think_time() {
@@ -380,17 +384,25 @@ fn two_shards_start_together_and_split_the_load_exactly() {
         })
         .collect();
     let outs: Vec<Outcome> = runs.into_iter().map(|h| h.join().unwrap()).collect();
-    let mut total = 0;
+    // The split is the schedule's: each shard is due exactly half of 400/s
+    // for 1 s. How many of those were answered inside the second is the
+    // machine's: on a loaded 2-core CI runner 197 of 200 were (the rest in
+    // flight at the end), so answers get a bound and the split an equality.
+    let (mut answered, mut sent) = (0, 0);
     for o in &outs {
         assert_eq!(o.code, 0, "{}", o.stderr);
+        assert_eq!(o.summary("due"), 200, "each shard is due half of 400/s for 1 s");
         let n = o.summary("responses");
-        assert!((198..=200).contains(&n), "each shard takes half of 400/s for 1 s: {n}");
-        total += n;
-        assert!(o.json["start_late_us"].as_u64().unwrap() < 5_000, "woke late: {}", o.json["start_late_us"]);
+        assert!(n >= 180, "most of a shard's 200 requests answered within the second: {n}");
+        answered += n;
+        sent += o.summary("requests") + o.summary("in_flight");
+        // late by a scheduler tick is load; late by the 600 ms lead would be a wake at the wrong instant
+        assert!(o.json["start_late_us"].as_u64().unwrap() < 50_000, "woke late: {}", o.json["start_late_us"]);
         assert_eq!(o.json["timeline"][0]["target_rate"], 200.0);
         assert!(o.json["timeline"][0]["hist"].as_str().unwrap().starts_with("HISTF"), "encoded per-second histogram");
     }
-    assert_eq!(srv.counters.requests.load(Ordering::SeqCst) as u64, total, "the server saw exactly the shards sum");
+    let seen = srv.counters.requests.load(Ordering::SeqCst) as u64;
+    assert!((answered..=sent).contains(&seen), "the server saw the shards' sum: {seen}, answered {answered}, sent {sent}");
     assert_eq!(outs[0].json["started_at_unix_s"], outs[1].json["started_at_unix_s"]);
     assert_ne!(outs[0].json["config"]["shard"]["seed"], outs[1].json["config"]["shard"]["seed"]);
     let past = Command::new(env!("CARGO_BIN_EXE_loadgen")).args([&url, "-n", "1", "--start-at", "1000"]).output().unwrap();

@@ -151,8 +151,10 @@ fn open_load_over_tls_counts_the_handshake_in_the_waiting_request() {
     let (srv, tc) = https_server(&pki);
     let o = loadgen(&[&https(&srv, "/"), "--rate", "300", "-d", "1s", "--tls-ca", &pki.ca_file]);
     assert_eq!(o.code, 0, "{}", o.stderr);
+    // due is the schedule's; answers within the second are the machine's (bounded)
+    assert_eq!(o.summary("due"), 300, "300/s for 1 s");
     let n = o.summary("responses");
-    assert!((290..=300).contains(&n), "300/s for 1 s: {n}");
+    assert!(n >= 270, "300/s for 1 s: {n} answered");
     assert_eq!((o.summary("ok"), o.summary("errors")), (n, 0));
     let hs = tls(&o, "handshakes").as_u64().unwrap();
     assert!(hs >= 1 && hs == o.summary("connections_opened"), "{hs} handshakes, {} connections", o.summary("connections_opened"));
