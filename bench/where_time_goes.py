@@ -48,6 +48,10 @@ def main() -> None:
         print(f"  {name}: {len(part)} cells, {cell / 60:.1f} min in cells (+ start-ups {start / 60:.1f} min): "
               f"warm-up rounds {warm / 60:.1f} min, measured {load / 60:.1f} min, "
               f"rest {(cell - warm - load) / 60:.1f} min")
+        if part[0].metrics.fixed_rate_of:
+            # a start of its own records the start-up on its first point; a point in a warm start does not
+            own = [c for c in part if c.metrics.timing.server_start_s is not None]
+            print(f"    in starts of their own: {len(own)}; in the rows' warm starts: {len(part) - len(own)}")
     if wall:
         inside = sum((_t(c.finished_at) - _t(c.started_at)).total_seconds() for c in cells
                      if c.started_at and c.finished_at) + sum(c.metrics.timing.server_start_s or 0 for c in cells)

@@ -474,6 +474,12 @@ class FixedRatePlan:
     point: str
     servers: tuple[str, ...]
     rate: float
+    # the clean rows up to FIXED_RATE_NEAR below the tie, which the rate was chosen for and which may join
+    # it in a later repetition: measured at the rate in their own starts too (run/fixed_rate.InStart), a
+    # start of their own only once they are in `servers`
+    near: tuple[str, ...] = ()
+    # the lowest median among `servers`: what the rate must stay under once no repetition is left to come
+    floor: float = 0.0
 
 
 class RunOptions(BaseModel):

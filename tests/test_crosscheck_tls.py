@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
 from conftest import write_manifest  # noqa: E402
+from serverbench import paths  # noqa: E402
 from serverbench.catalog import manifests as catalog  # noqa: E402
 from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.crosscheck import tools as tool_table  # noqa: E402
@@ -79,7 +80,7 @@ def go(env: dict, servers: list[str], tools: list[str]) -> tuple[int, dict]:
 
 def test_a_tls_point_is_loaded_over_tls_and_counted_by_the_server(env: dict) -> None:
     run_id, cells = go(env, ["ref-tls"], ["loadgen", "oha"])
-    folder = env["logs"] / f"run-{run_id}"
+    folder = paths.run_logs(run_id, env["store"].path)
     # a start per key type, named as a run's: plaintext, then TLS with the run's certificate
     logs = sorted(p.name for p in folder.glob("ref-tls.*.log"))
     assert logs == ["ref-tls.crosscheck.r1.log", "ref-tls.crosscheck.tls-rsa.r1.log"]

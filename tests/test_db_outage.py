@@ -175,6 +175,9 @@ def test_a_restart_tells_a_row_that_reconnects_from_one_that_stays_broken_and_on
     assert "- stays broken:" in md and "- during the outage, fails fast:" in md and "Acknowledged writes" in md
     page = to_html.render(run, results).decode()
     assert "of every row" in page and "database away" in page and "grey: the database away" in page
+    assert 'class="sub">1 workload · ' in page  # one workload, said in the singular
+    # the start's log is the point's own (a workload whose points each get a start keeps a log per point)
+    assert (paths.run_logs(res.run_id, store.path) / "ref-keep.outage-test.restart.r1.log").is_file()
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

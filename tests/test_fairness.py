@@ -202,6 +202,24 @@ def test_a_rate_lowered_by_a_later_plan_measures_the_earlier_cells_again(
     assert fixed[2].metrics.timing.server_start_s is not None  # rep 2: measured again, a start of its own
 
 
+def test_a_near_row_measures_in_its_own_starts_and_gets_no_start_of_its_own_outside_the_final_tie(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After repetition 1 the row is near the tie (plan.near): repetitions 2 and 3 measure the fixed-rate
+    point in its own starts; at the end it is not in the tie, so repetition 1's is not measured in a start
+    of its own, and the stored cells stay (the aggregation names them, tests/test_fixed_rate_tie.py)."""
+    from serverbench.run import fixed_rate, runner
+    store, opts, kw = _fake_run(tmp_path, monkeypatch, repeat=3)
+    plans = [[fixed_rate.FixedRatePlan("tp", "c=2", (), 400.0, ("py-ok",), 900.0)]] * 2 + [[]]
+
+    def finder(cells: list[CellRecord]) -> list[fixed_rate.FixedRatePlan]:
+        return plans.pop(0)
+    res = runner.run_matrix(store, opts, order_blocks=finder, **kw)
+    fixed = {c.repetition: c for c in store.cells(res.run_id) if c.metrics.fixed_rate_of}
+    assert plans == [] and sorted(fixed) == [2, 3]
+    assert all(c.metrics.timing.server_start_s is None and c.metrics.offered.target_rate == 400.0
+               for c in fixed.values())
+
+
 def test_sessions_are_not_judged_for_fairness() -> None:
     """A ramp's users that have not arrived yet count as waiting in loadgen's figures: not a finding."""
     from serverbench.model import LoadgenReport

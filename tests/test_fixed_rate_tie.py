@@ -126,22 +126,55 @@ def test_in_start_points_keep_the_first_plans_rate_and_follow_their_closed_point
     assert [p.label for p in ins.extend(2, "a", "w", [closed], done)] == ["c=400"]  # measured already
 
 
-def test_a_point_planned_before_stays_planned_when_its_tie_dissolves() -> None:
-    """A tie predicted after repetition 2 measured its rows' fixed-rate points in their own starts; when
-    the last repetition leaves the first row leading alone, the finder plans nothing for that point. The
-    point stays planned at its rate, so the step completes those cells instead of leaving 1 or 2
-    repetitions of a point that no plan covers (and the glance reading them)."""
+def test_near_rows_measure_in_their_own_starts_and_only_the_final_tie_gets_starts_of_its_own() -> None:
+    """A row near the tie (the plan's `near`: the rate was chosen for it too) measures the fixed-rate point
+    in its own starts from the repetition after the plan, on the chance that it joins; at the end only the
+    final tie's rows are planned for starts of their own, at the rate the stored cells used while every
+    member holds it. A row that left the tie, and a point whose tie dissolved, get none."""
+    from serverbench.catalog.workloads import Point
     from serverbench.model import FixedRatePlan
     from serverbench.run import fixed_rate
-    seen: list[list] = [[FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0)], []]
+    seen: list[list] = [[FixedRatePlan("w", "c=400", ("a", "b"), 80_000.0, ("n",))],
+                        [FixedRatePlan("w", "c=400", ("a", "n"), 60_000.0, ("m",), 95_000.0),
+                         FixedRatePlan("w", "c=64", ("c", "d"), 50_000.0)]]
     ins = fixed_rate.InStart()
     ins.finder = lambda cells: seen.pop(0)
     ins.predict([])
+    closed = Point(label="c=400", mode="closed", connections=400, duration="5s")
+    assert [p.label for p in ins.extend(2, "n", "w", [closed], set())] == ["c=400", "c=400 at a fixed rate"]
+    assert [p.label for p in ins.extend(2, "m", "w", [closed], set())] == ["c=400"]  # not near yet
     ins.predict([])
-    assert ins.plans[("w", "c=400")] == FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0)
-    other = FixedRatePlan("w", "c=64", ("c", "d"), 50_000.0)
-    assert ins.settle([other]) == [FixedRatePlan("w", "c=400", ("a", "b"), 100_000.0), other]
-    assert fixed_rate.InStart().settle([other]) == [other]  # nothing planned before: the finder's plans alone
+    # merged: b stays planned in-start (it measured already), n joined, m is near now; the rate stays while
+    # the members hold it (80,000 under 0.9 of their lowest median, 95,000), whatever a near row's plan says
+    assert ins.plans[("w", "c=400")] == FixedRatePlan("w", "c=400", ("a", "b", "n"), 80_000.0, ("m",), 95_000.0)
+    assert ins.extend(3, "m", "w", [closed], set())[1].rate == 80_000.0
+    # the end: the finder's final tie only, at the rate the in-start cells used; no repetition is left to
+    # come, so its members' lowest median (floor) decides whether they hold it, not the near rows' (a plan
+    # of 64,000 from a near row at 80,000 would have lowered it)
+    final = [FixedRatePlan("w", "c=400", ("a", "n"), 64_000.0, ("b", "m"), 95_000.0)]
+    assert ins.final(final, []) == [FixedRatePlan("w", "c=400", ("a", "n"), 80_000.0, ("b", "m"), 95_000.0)]
+    # a resumed run has no plan in memory: the stored cells' rate; a final tie that cannot hold it: its own
+    fixed = _cell("a", 2, point="c=400 at a fixed rate", fixed_rate_of="c=400", target_rate=80_000.0)
+    assert fixed_rate.InStart().final(final, [fixed])[0].rate == 80_000.0
+    low = FixedRatePlan("w", "c=400", ("a", "n"), 60_000.0, (), 75_000.0)  # 80,000 > 0.9 of 75,000
+    assert ins.final([low], [])[0].rate == 60_000.0
+    assert ins.final([], []) == []  # every tie dissolved: no starts of their own
+
+
+def test_rows_measured_at_the_rate_outside_the_final_tie_are_named_not_ranked(tmp_path: Path) -> None:
+    """The fixed-rate point ranks the final tie's rows only; a near row that measured the point in its own
+    starts and never joined is named beside it (its cells stay stored)."""
+    rates = {**TIED, "near": [85_000.0, 84_000.0, 86_000.0]}
+    store, rid = _store(tmp_path, rates, cpu={"a": [6.0, 6.1, 5.9], "b": [4.0, 4.1, 3.9], "near": [1.0, 1.1, 0.9]})
+    _, res = aggregate.load(store, rid)
+    base, eff = res.workloads[0].points
+    assert eff.label == "c=400 at a fixed rate" and base.efficiency is eff
+    assert [g.server for g in eff.groups] == ["b", "a"] and eff.outside == ["near"]
+    assert "near" not in base.glance.verdict.split(";", 1)[1] and "b leads beyond" in base.glance.verdict
+    assert eff.outside_text.endswith("(not ranked here): near")
+    assert len([c for c in store.cells(rid) if c.server == "near" and c.metrics.fixed_rate_of]) == 3
+    from serverbench.exporters import to_markdown
+    assert f"{eff.outside_text}." in to_markdown.render(*aggregate.load(store, rid)).decode()
 
 
 def test_cells_at_a_rate_since_lowered_are_measured_again() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import re
 import statistics
 import sys
 from html.parser import HTMLParser
@@ -78,6 +79,7 @@ def test_html_names_every_server_workload_and_warning(built) -> None:
         assert sid in text
     for wl in ("prantl-wrk", "sweep", "capacity", "stressgrid"):
         assert f'id="{wl}"' in text  # a section (and TOC anchor) per workload
+    assert re.search(r'class="sub">\d+ workloads · ', text)
     assert "server on CPU 0, load generator on CPU 1" in text
     assert "stalls expected: model holds at most 64 connections" in text
     assert "requests still unanswered when the run ended, the oldest after 8.0 s" in text

@@ -453,3 +453,24 @@ def test_the_provisional_glance_names_the_figure_each_point_ranks_by() -> None:
                                median=lambda f: f(SimpleNamespace(latency=SimpleNamespace(p99_us=2_500.0))))
     assert _ranked_figure(group("head-of-line")) == "r (p99 2.5 ms)"
     assert _ranked_figure(group("throughput")) == "r (1,000 req/s)"
+
+
+def test_a_start_per_point_keeps_a_log_per_point_and_each_store_its_own_folder(env, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverbench import paths
+    from serverbench.catalog.kinds import KINDS, KindRules
+    # mini's two points each in a start of their own, as a db-outage workload's restart and freeze are
+    monkeypatch.setitem(KINDS, "throughput", KindRules(client_bound=True, start_per_point=True))
+    res = go(env, ["py-ok"], ["mini"])
+    folder = paths.run_logs(res.run_id, env["store"].path)
+    assert sorted(p.name for p in folder.glob("py-ok.*.log")) == ["py-ok.mini.c=1.r1.log", "py-ok.mini.c=2.r1.log"]
+    # another store's run of the same id writes into a folder of its own, never into this run's
+    other = Store(tmp_path / "other" / "r.db")
+    again = run_matrix(other, RunOptions(servers=["py-ok"], workloads=["mini"], repeat=1, allow_unverified=True,
+                                         ready_timeout=10, server_cpus=[0],
+                                         client_cpus=[sorted(__import__("os").sched_getaffinity(0))[-1]]),
+                       manifests=[env["servers"]["py-ok"]], workloads=[env["workloads"]["mini"]], fingerprint={})
+    assert again.run_id == res.run_id
+    theirs = paths.run_logs(again.run_id, other.path)
+    assert theirs != folder and theirs.parent.name.startswith("r-") and len(list(theirs.glob("py-ok.*.log"))) == 2
+    assert paths.run_logs(3, paths.DB_PATH) == paths.LOGS / "run-3"  # the default store's folders as before

@@ -72,7 +72,7 @@ def test_the_server_runs_and_is_sampled_on_its_worker_and_stops_with_the_run(tmp
     head = to_markdown.render(*load(store, res.run_id)).decode().split("## Environment and options\n\n", 1)[1].splitlines()[0]
     assert "server on the Dask worker with the resource server (this machine)" in head, head
     # its log went to the run's log folder (same machine)
-    assert list((tmp_path / "logs").glob("run-*/py-ok.split.r1.log"))
+    assert list((tmp_path / "logs").glob("**/run-*/py-ok.split.r1.log"))
 
 
 REF_TOML = """

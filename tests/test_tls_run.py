@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "run"))
 import runfix  # noqa: E402
 
 from conftest import write_manifest  # noqa: E402
+from serverbench import paths  # noqa: E402
 from serverbench.catalog import manifests as catalog  # noqa: E402
 from serverbench.catalog import workloads as wl  # noqa: E402
 from serverbench.processes import supervisor  # noqa: E402
@@ -110,7 +111,8 @@ def test_a_start_per_key_type_with_its_certificate_and_none_for_plaintext(env) -
     # a fresh start wherever the key type changes: its first point records the start
     started = [p for p, c in cells.items() if c.metrics.timing.server_start_s is not None]
     assert started == ["plain", "rsa", "ecdsa", "plain-again"]
-    folder = env["logs"] / f"run-{res.run_id}"
+    folder = paths.run_logs(res.run_id, env["store"].path)  # the run of a store of its own: its folder too
+    assert folder.parent.parent == env["logs"] and folder.parent.name.startswith("r-")
     [made] = env["made"]  # the certificates are made once per run, into its log folder
     assert Path(made.ca).is_file() and Path(made.ca).resolve().is_relative_to(folder.resolve())
     logs = {p.name: p.read_text().splitlines()[0] for p in folder.glob("py-tls.*.log")}
@@ -179,6 +181,8 @@ def test_starts_cut_points_by_key_type_in_order() -> None:
     assert [[p.label for p in s] for s in tls_run.starts(pts)] == [["0"], ["1", "2"], ["3"], ["4"]]
     assert tls_run.log_name("s", "w", pts[1:3], 2) == "s.w.tls-rsa.r2.log"
     assert tls_run.log_name("s", "w", pts[:1], 2) == "s.w.r2.log"
+    heavy = [pts[1].model_copy(update={"label": "heavy 1%"})]
+    assert tls_run.log_name("s", "w", heavy, 2, per_point=True) == "s.w.heavy_1_.tls-rsa.r2.log"
 
 
 def test_readiness_over_tls_verifies_the_certificate(env, tmp_path) -> None:

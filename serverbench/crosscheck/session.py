@@ -98,7 +98,7 @@ class Session:
         self.gate = measure.Gate(store, opts.allow_unverified)
         self.size = workload.size(opts.full)
         self.points = [_point(p, opts.duration) for p in self.size.points]
-        self.log_dir = paths.LOGS / f"run-{run_id}"
+        self.log_dir = paths.run_logs(run_id, store.path)
         # a TLS workload's certificates, made at its first TLS start, and a start per key type, as a run's
         self.tls = tls_run.RunTls(self.log_dir)
 

@@ -67,6 +67,8 @@ class Page:
 
 def _point_section(page: Page, wl: WorkloadData, pt: PointData, styles: Styles, heavy_note: str = "") -> None:
     groups = pt.measured
+    if pt.outside_text:
+        page.add(f'<p class="muted">{esc(pt.outside_text)}.</p>')
     if not groups:
         page.add('<p class="muted">No server produced a result for this point.</p>')
         return
@@ -441,7 +443,7 @@ def render(run: Any, results: RunResults) -> bytes:
 </head><body><div class="layout">
 <nav><p><b>{esc(title)}</b></p><ul>{toc}</ul></nav>
 <main><h1>{esc(title)}</h1>
-<p class="sub">{len(workloads)} workloads · generated {generated} · requests/s are medians over repetitions;
+<p class="sub">{len(workloads)} workload{'' if len(workloads) == 1 else 's'} · generated {generated} · requests/s are medians over repetitions;
 whiskers show the median's interval (min–max up to 5 repetitions); latency percentiles come from merged HdrHistograms.</p>
 {''.join(page.parts)}
 </main></div>

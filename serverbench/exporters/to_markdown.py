@@ -301,6 +301,7 @@ def render(run: Any, results: RunResults) -> bytes:
             if pt.kind == ranking.EFFICIENCY:
                 gl = pt.glance
                 lines += [f"Ranked by **{gl.metric}**: {gl.why}.", ""]
+                lines += [f"{pt.outside_text}.", ""] if pt.outside_text else []
             lines += [f"At a glance: {pt.glance.verdict}.", ""]
             if wl.kind in OVER_TIME:
                 lines += _over_time(wl, pt) + _not_run(pt)

@@ -324,6 +324,8 @@ class PointData:
     # a throughput point whose client-bound block the fixed-rate step measured (run/fixed_rate.py):
     # that step's point, whose order the glance reads
     efficiency: "PointData | None" = None
+    # an efficiency point: the rows measured at its rate that are outside the top it orders (_fixed_rate_point)
+    outside: list[str] = field(default_factory=list)
 
     @property
     def measured(self) -> list[Group]:
@@ -332,6 +334,14 @@ class PointData:
     @property
     def glance(self) -> ranking.Glance:
         return ranking.glance(self.groups, self.kind, self.efficiency.groups if self.efficiency else None)
+
+    @property
+    def outside_text(self) -> str | None:
+        """The sentence naming the rows measured at an efficiency point's rate but not ranked there."""
+        if not self.outside:
+            return None
+        return (f"Also measured at this rate in their own starts while near the top, and outside it at the end "
+                f"(not ranked here): {', '.join(self.outside)}")
 
 
 @dataclass
@@ -458,8 +468,9 @@ def collect(run_id: int, cells: list[CellRecord], fingerprint: dict[str, Any],
         for g in groups:
             g.kind = kind
         labels = sorted({g.point for g in groups}, key=point_key)
-        points = [_point(lbl, [g for g in groups if g.point == lbl], kind, by_key) for lbl in labels]
-        _link_efficiency(points)
+        at = {lbl: [g for g in groups if g.point == lbl] for lbl in labels}
+        base = {lbl: _point(lbl, at[lbl], kind, by_key) for lbl in labels if _fixed_rate_of(at[lbl]) is None}
+        points = [base.get(lbl) or _fixed_rate_point(lbl, at[lbl], base, by_key) for lbl in labels]
         if kind in TWINNED:  # noise or heavy requests beside a quiet twin
             noisy.attach(groups)
         out.append(WorkloadData(name, wl.get("description") or "", points, _p99_limit_us(groups, wl), kind,
@@ -486,15 +497,27 @@ def _point(label: str, at_point: list[Group], kind: str, by_key: dict[tuple[str,
     return PointData(label, ranked, kind)
 
 
-def _link_efficiency(points: list[PointData]) -> None:
-    """Attach each fixed-rate point to the point whose client-bound block it orders."""
-    by_label = {p.label: p for p in points}
-    for p in points:
-        if p.kind != ranking.EFFICIENCY:
-            continue
-        of = next((c.metrics.fixed_rate_of for g in p.groups for c in g.ok + g.bad if c.metrics.fixed_rate_of), None)
-        if of in by_label:
-            by_label[of].efficiency = p
+def _fixed_rate_of(at_point: list[Group]) -> str | None:
+    """The point a fixed-rate step's point orders (its cells' metrics.fixed_rate_of); None for other points."""
+    return next((c.metrics.fixed_rate_of for g in at_point for c in g.ok + g.bad if c.metrics.fixed_rate_of), None)
+
+
+def _fixed_rate_point(label: str, at_point: list[Group], base: dict[str, PointData],
+                      by_key: dict[tuple[str, str, str], Group]) -> PointData:
+    """A fixed-rate step's point, attached to the point whose top it orders and ranked over the rows that
+    top holds at the end (ranking.unordered_top, or its client-bound block): a row measured at the rate
+    in its own starts while it was near the tie (run/fixed_rate.InStart) and outside it at the end has
+    too few repetitions and nothing to be ordered against, so it is named (`outside`), not ranked."""
+    of = base.get(_fixed_rate_of(at_point) or "")
+    if of is None:
+        return _point(label, at_point, ranking.EFFICIENCY, by_key)
+    top = {g.server for g in ranking.unordered_top(of.groups, of.kind) + ranking.client_block(of.groups, of.kind)}
+    pt = _point(label, [g for g in at_point if g.server in top], ranking.EFFICIENCY, by_key)
+    pt.outside = sorted(g.server for g in at_point if g.server not in top)
+    for g in at_point:
+        g.kind = ranking.EFFICIENCY
+    of.efficiency = pt
+    return pt
 
 
 def fixed_rate_plans(cells: list[CellRecord]) -> list[FixedRatePlan]:
@@ -509,11 +532,13 @@ def fixed_rate_plans(cells: list[CellRecord]) -> list[FixedRatePlan]:
             block = ranking.unordered_top(pt.groups, pt.kind) if pt.kind == "throughput" else []
             if block:
                 floor = min(g.throughput.median for g in block if g.throughput is not None)
-                near = [g.throughput.median for g in pt.groups if g.throughput is not None
+                members = {g.server for g in block}
+                near = [g for g in pt.groups if g.throughput is not None and g.server not in members
                         and not (g.degraded or g.not_steady or g.unfair)
                         and g.throughput.median >= (1 - FIXED_RATE_NEAR) * floor]
+                rate = FIXED_RATE_SHARE * min([floor, *(g.throughput.median for g in near)])
                 out.append(FixedRatePlan(wl.name, pt.label, tuple(sorted(g.server for g in block)),
-                                         float(round(FIXED_RATE_SHARE * min([floor, *near])))))
+                                         float(round(rate)), tuple(sorted(g.server for g in near)), floor))
     return out
 
 

@@ -16,15 +16,21 @@ tie by requests/s can still differ by the CPU each request costs.
 
 The step runs inside the run (resumable like every cell: stored cells are skipped), so `make bench`
 and `serverbench run` give the same answer. From the second repetition on, a row the cells so far plan
-for measures its fixed-rate point in its own start, right after the closed point (`InStart`); what is
-left (the first repetition, rows that joined the plan later) gets starts of its own at the end, at the
-same rate (lowered, and its earlier cells measured again, when a row that joined later needs a lower one).
+for measures its fixed-rate point in its own start, right after the closed point (`InStart`), and so
+does a row near the tie (the plan's `near`: the rate was chosen for it too) on the chance that it joins:
+a start of its own costs a fresh start and a warm-up to steady (16 s a cell in the study's prantl-wrk),
+the point in a warm start 6 s. At the end the step plans the rows of the final tie only (`InStart.final`);
+what they still lack (the first repetition, rows that joined later) gets starts of their own at the
+same rate (lowered, and its earlier cells measured again, when a row that joined later needs a lower
+one). A row measured in its own starts that is not in the final tie gets no more: the aggregation
+leaves its cells out of the step's ranking and names it (results/aggregate.py).
 Which rows form a block is the aggregation's rule, so the
 CLI hands the runner a `BlockFinder` (results/aggregate.fixed_rate_plans); run/ imports nothing
 from results/.
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -74,8 +80,9 @@ def of_label(point_label: str) -> dict[str, str]:
 class InStart:
     """The step's points measured in the rows' own starts (issue 49): after each repetition the plans the
     stored cells give so far (`finder`: a client-bound block forms from one repetition, a tie from two),
-    and in the later repetitions each planned row's start measures its fixed-rate point right after the
-    closed point it orders, with the brief warm-up (the start is warm), instead of a start of its own.
+    and in the later repetitions each planned row's start, and each near row's (`FixedRatePlan.near`),
+    measures its fixed-rate point right after the closed point it orders, with the brief warm-up (the
+    start is warm), instead of a start of its own.
     One rate per point for the whole run, below every member's median: a later plan whose rows need a
     lower rate (a row that joined the tie serves less than the first members) lowers it, and the cells
     measured at the higher rate are measured again at the end (`stale`), never mixed with the others."""
@@ -91,6 +98,27 @@ class InStart:
         for plan in self.settle(self.finder(cells)):
             self.plans[(plan.workload, plan.point)] = plan
 
+    def final(self, plans: list[FixedRatePlan], cells: list[CellRecord]) -> list[FixedRatePlan]:
+        """The step's plans after the last repetition: the final ties' rows (`plans`, the finder's) at the
+        rate their stored fixed-rate cells were measured at (this process's plan, or on a resumed run the
+        cells' own) while every member can hold it, else at their own lower rate. Rows planned before that
+        left the tie, near rows that never joined it, and points whose tie dissolved get no start of their
+        own: their cells stay stored, out of the step's ranking."""
+        used: dict[tuple[str, str], Counter[float]] = {}
+        for c in cells:
+            if c.metrics.fixed_rate_of and c.metrics.offered.target_rate:
+                used.setdefault((c.workload, c.metrics.fixed_rate_of), Counter())[c.metrics.offered.target_rate] += 1
+        out = []
+        for plan in plans:
+            before = self.plans.get((plan.workload, plan.point))
+            rates = used.get((plan.workload, plan.point))
+            rate = before.rate if before is not None else rates.most_common(1)[0][0] if rates else None
+            # no repetition is left to come, so the rate need only be one the final tie's rows hold
+            if rate is not None and _holds(rate, plan, members=True):
+                plan = FixedRatePlan(plan.workload, plan.point, plan.servers, rate, plan.near, plan.floor)
+            out.append(plan)
+        return out
+
     def settle(self, plans: list[FixedRatePlan]) -> list[FixedRatePlan]:
         """`plans` with the rows planned before added, each at the rate chosen before while every member,
         old or new, can hold it (FIXED_RATE_KEPT of the lowest median), else at its own lower rate; a
@@ -103,10 +131,9 @@ class InStart:
             before = self.plans.get((plan.workload, plan.point))
             if before is not None:
                 rows = tuple(sorted(set(before.servers) | set(plan.servers)))
-                # plan.rate is FIXED_RATE_SHARE of its lowest median: keep the earlier rate while every
-                # member can hold it, so medians moving a little do not send the measured cells back
-                kept = before.rate <= plan.rate / FIXED_RATE_SHARE * FIXED_RATE_KEPT
-                plan = FixedRatePlan(plan.workload, plan.point, rows, before.rate if kept else plan.rate)
+                near = tuple(sorted((set(before.near) | set(plan.near)) - set(rows)))
+                plan = FixedRatePlan(plan.workload, plan.point, rows,
+                                     before.rate if _holds(before.rate, plan, members=True) else plan.rate, near, plan.floor)
             out.append(plan)
         return out
 
@@ -117,10 +144,19 @@ class InStart:
         for p in points:
             out.append(p)
             plan = self.plans.get((workload, p.label))
-            if plan is not None and server in plan.servers and p.mode == "closed" and \
+            if plan is not None and server in (*plan.servers, *plan.near) and p.mode == "closed" and \
                     (server, workload, label(p.label), rep) not in done:
                 out.append(fixed_point(p, plan.rate))
         return out
+
+
+def _holds(rate: float, plan: FixedRatePlan, members: bool = False) -> bool:
+    """Whether `plan`'s rows can hold `rate`: at most FIXED_RATE_KEPT of the lowest median among its members
+    (`members`, its `floor`), else among its members and near rows (plan.rate is FIXED_RATE_SHARE of that),
+    so medians moving a little with more repetitions do not send the cells measured at it back."""
+    if members and plan.floor:
+        return rate <= FIXED_RATE_KEPT * plan.floor
+    return rate <= plan.rate / FIXED_RATE_SHARE * FIXED_RATE_KEPT
 
 
 def stale(cells: list[CellRecord], plans: list[FixedRatePlan]) -> set[tuple[str, str, str, int]]:

@@ -15,7 +15,6 @@ measuring core's (measure.py), which the cross-check and the `--split auto` cali
 """
 from __future__ import annotations
 
-import re
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -236,11 +235,12 @@ class Runner:
         # the points that take the run's server CPUs share one start per key type (tls_run.py: TLS
         # replaces plaintext on $PORT); a cores point gets its own
         starts = tls_run.starts([p for p in todo if p.server_cores is None])
-        if KINDS[w.kind or "throughput"].start_per_point:  # what one point did to the row must not carry over
+        per_point = KINDS[w.kind or "throughput"].start_per_point
+        if per_point:  # what one point did to the row must not carry over
             starts = [[p] for shared in starts for p in shared]
-        starts = [self.in_start.extend(rep, m.id, w.name, shared, self.done) for shared in starts]
-        for shared in starts:
-            self.run_start(rep, m, w, size, shared, None, self.log_dir / tls_run.log_name(m.id, w.name, shared, rep))
+        for shared in [self.in_start.extend(rep, m.id, w.name, shared, self.done) for shared in starts]:
+            name = tls_run.log_name(m.id, w.name, shared, rep, per_point)  # a start per point: a log per point
+            self.run_start(rep, m, w, size, shared, None, self.log_dir / name)
         for at_k in cores.by_count(todo):
             self._run_cores_points(rep, m, w, size, at_k)
 
@@ -257,8 +257,7 @@ class Runner:
                                         finished_at=now_iso()), 0.0)
             return
         cpus = online[:k]
-        tag = re.sub(r"[^A-Za-z0-9_.=-]+", "_", pts[0].label)
-        self.run_start(rep, m, w, size, pts, cpus, self.log_dir / f"{m.id}.{w.name}.{tag}.r{rep}.log",
+        self.run_start(rep, m, w, size, pts, cpus, self.log_dir / tls_run.log_name(m.id, w.name, pts, rep, True),
                         {"server_cores": k, "server_cpu_list": cpus, "cpu_overlap": cpu_overlap(self.opts, cpus)})
 
     def run_start(self, rep: int, m: Any, w: Workload, size: Size, todo: list[Point], cpus: list[int] | None,
@@ -476,7 +475,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
                                    opts.to_dict())
         else:
             store.reopen_run(run_id)
-        log_dir = paths.LOGS / f"run-{run_id}"
+        log_dir = paths.run_logs(run_id, store.path)
         log_dir.mkdir(parents=True, exist_ok=True)
         runner = Runner(store, opts, manifests, workloads, run_id, on_event, log_dir)
         runner.db = database
@@ -493,7 +492,7 @@ def run_matrix(store: Store, opts: RunOptions, *, manifests: list[Any] | None = 
         runner.run(plan)
         if order_blocks is not None:
             cells = store.cells(run_id)
-            plans = runner.in_start.settle(order_blocks(cells))
+            plans = runner.in_start.final(order_blocks(cells), cells)
             # what the plan measured, the step's in-start points too, less those at a rate since lowered
             runner.done = store.done_keys(run_id) - fixed_rate.stale(cells, plans)
             fixed_rate.run_step(runner, plans)

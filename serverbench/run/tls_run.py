@@ -15,6 +15,8 @@ on this machine (--target, --cluster, --server-on-cluster), which the run's cert
 """
 from __future__ import annotations
 
+import re
+
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -55,12 +57,14 @@ def starts(points: list[Point]) -> list[list[Point]]:
     return [list(run) for _, run in groupby(points, key=lambda p: (p.tls, p.http2))]
 
 
-def log_name(server: str, workload: str, points: list[Point], rep: int) -> str:
+def log_name(server: str, workload: str, points: list[Point], rep: int, per_point: bool = False) -> str:
     """A start's log file: the plaintext start's as before, a TLS start's named by its key type, an HTTP/2
-    start's by its mode."""
+    start's by its mode; `per_point`: each point of the workload gets a start of its own, named by its
+    label so that each keeps its log (a db outage's freeze start would replace its restart start's)."""
     kind = points[0].tls if points else None
     h2 = points[0].http2 if points else None
-    return f"{server}.{workload}{f'.tls-{kind}' if kind else ''}{f'.{h2}' if h2 else ''}.r{rep}.log"
+    tag = f".{re.sub(r'[^A-Za-z0-9_.=-]+', '_', points[0].label)}" if per_point and points else ""
+    return f"{server}.{workload}{tag}{f'.tls-{kind}' if kind else ''}{f'.{h2}' if h2 else ''}.r{rep}.log"
 
 
 class RunTls:
