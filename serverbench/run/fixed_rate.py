@@ -120,11 +120,11 @@ class InStart:
         return out
 
     def settle(self, plans: list[FixedRatePlan]) -> list[FixedRatePlan]:
-        """`plans` with the rows planned before added, each at the rate chosen before while every member,
-        old or new, can hold it (FIXED_RATE_KEPT of the lowest median), else at its own lower rate; a
-        point planned before that `plans` no longer names (its tie dissolved in a later repetition) stays
-        planned, so the cells its rows measured in their own starts are completed at their one rate
-        rather than left standing as a partial point."""
+        """`plans` merged into the ones made before, for the next repetition's starts: rows and near rows
+        added, at the rate chosen before while the tie's members hold it (FIXED_RATE_KEPT of their lowest
+        median), else at the new lower rate; a point planned before that `plans` no longer names (its tie
+        dissolved) stays, so a tie that forms again keeps its one rate. What gets starts of its own after
+        the last repetition is `final`'s: the final tie only."""
         now = {(p.workload, p.point) for p in plans}
         out = [before for key, before in self.plans.items() if key not in now]
         for plan in plans:
